@@ -1,0 +1,272 @@
+"""The Store seam: what every storage driver does, with one params object per method.
+
+Methods are noun-first (``job_create``, ``occurrence_claim``) and take ``now`` from the caller, so
+the store never reads a clock of its own. Every driver passes ``tickwork.testing.conformance``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from tickwork.models import (
+    Attempt,
+    AttemptOutcome,
+    Claim,
+    Job,
+    JobSpec,
+    Occurrence,
+    OccurrenceState,
+    Trigger,
+)
+
+# Bounds on the work one call may do (DESIGN rule 8).
+MAX_BATCH = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class JobCreateParams:
+    spec: JobSpec
+    next_run_at: datetime | None
+    now: datetime
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobCreateManyParams:
+    jobs: Sequence[JobCreateParams]
+
+
+@dataclass(frozen=True, slots=True)
+class JobListParams:
+    queue: str | None = None
+    tag: str | None = None
+    kind: str | None = None
+    name_contains: str | None = None
+    paused: bool | None = None
+    after_name: str | None = None  # cursor: names sort; the page starts after this one
+    limit: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class JobUpdateParams:
+    id: str
+    spec: JobSpec
+    next_run_at: datetime | None
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class JobSetPausedParams:
+    id: str
+    paused: bool
+    next_run_at: datetime | None  # on resume: the first fire time from now on
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class JobDeleteParams:
+    id: str
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class JobDueParams:
+    until: datetime  # jobs whose next_run_at <= until (now + horizon)
+    limit: int = MAX_BATCH
+
+
+@dataclass(frozen=True, slots=True)
+class NewOccurrence:
+    job_id: str
+    scheduled_at: datetime
+    due_at: datetime  # scheduled_at plus the job's deterministic jitter
+    queue: str
+    priority: int
+    max_attempts: int
+    trigger: Trigger = Trigger.SCHEDULE
+    state: OccurrenceState = OccurrenceState.SCHEDULED  # or MISSED, past the catch-up window
+
+
+@dataclass(frozen=True, slots=True)
+class JobAdvance:
+    """Materialise these occurrences and move the job's next run on, in one transaction.
+
+    Applied only while the job's next_run_at still equals ``expected_next_run_at`` (so two
+    planners racing on one job never move it backwards); occurrences are insert-if-absent.
+    """
+
+    job_id: str
+    expected_next_run_at: datetime
+    occurrences: Sequence[NewOccurrence]
+    next_run_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class JobAdvanceManyParams:
+    advances: Sequence[JobAdvance]
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class OccurrenceInsertParams:
+    """Manual triggers and backfills: insert-if-absent, returns what is stored."""
+
+    occurrences: Sequence[NewOccurrence]
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class OccurrenceClaimParams:
+    """Claim due occurrences of one queue: state running, attempt + 1, a lease, an attempt row.
+
+    Due means ``due_at <= now`` in a waiting state, job not paused or deleted. Highest priority
+    first, then earliest due. Occurrences not yet started and older than their job's catch-up
+    window become ``missed`` instead. Overlap policies (G8) are applied here, against occurrences
+    of the same job already running. The lease is ``max(lease_seconds, job timeout) + lease_margin``.
+    """
+
+    queue: str
+    worker: str
+    limit: int
+    now: datetime
+    lease_seconds: float = 30.0
+    lease_margin_seconds: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """The fenced result of one attempt: applied only while the occurrence is still running
+    that attempt. ``state`` is the occurrence's next state; ``due_at`` is set for a retry."""
+
+    job_id: str
+    scheduled_at: datetime
+    attempt: int
+    state: OccurrenceState
+    outcome: AttemptOutcome
+    started_at: datetime
+    finished_at: datetime
+    output: str | None = None
+    error: str | None = None
+    due_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OccurrenceCompleteParams:
+    completions: Sequence[Completion]
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRef:
+    job_id: str
+    scheduled_at: datetime
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class OccurrenceHeartbeatParams:
+    """Extend the leases of running attempts held by ``worker`` to ``now + extend_seconds``
+    (never shorter than the job's timeout). Returns the refs no longer held (finished,
+    cancelled or taken over): their execution should stop."""
+
+    refs: Sequence[LeaseRef]
+    worker: str
+    now: datetime
+    extend_seconds: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class OccurrenceReleaseParams:
+    """Graceful shutdown: give back running attempts without charging them (G10). Each goes
+    back to its waiting state, due now, with its attempt counter and attempt row undone."""
+
+    refs: Sequence[LeaseRef]
+    worker: str
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class OccurrenceRescueParams:
+    """Expired leases: the attempt ends ``crashed``; the occurrence is retried (due now) while
+    attempts remain, else ends ``crashed``. at_most_once jobs always end ``crashed``."""
+
+    now: datetime
+    limit: int = MAX_BATCH
+
+
+@dataclass(frozen=True, slots=True)
+class Rescued:
+    job_id: str
+    scheduled_at: datetime
+    attempt: int
+    worker: str | None
+    state: OccurrenceState
+
+
+@dataclass(frozen=True, slots=True)
+class OccurrenceListParams:
+    job_id: str | None = None
+    states: Sequence[OccurrenceState] = ()
+    since: datetime | None = None  # scheduled_at >= since
+    until: datetime | None = None  # scheduled_at < until
+    before: tuple[datetime, str] | None = None  # cursor: (scheduled_at, job_id) of the last row
+    limit: int = 100
+    newest_first: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class OccurrenceCancelParams:
+    """Cancel waiting occurrences of a job (on delete, or by request)."""
+
+    job_id: str
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimResult:
+    claims: list[Claim]
+    missed: int = 0
+    skipped: int = 0
+    cancelled: list[LeaseRef] = field(default_factory=list)  # running ones cancel_previous ended
+
+
+class Store(Protocol):
+    """The source of truth. Every method is one transaction."""
+
+    async def migrate(self) -> None: ...
+    async def close(self) -> None: ...
+
+    async def job_create(self, p: JobCreateParams) -> Job: ...
+    async def job_create_many(self, p: JobCreateManyParams) -> list[Job]: ...
+    async def job_get(self, ref: str) -> Job:
+        """By id, or by name. Raises JobNotFound."""
+        ...
+    async def job_list(self, p: JobListParams) -> list[Job]: ...
+    async def job_update(self, p: JobUpdateParams) -> Job: ...
+    async def job_set_paused(self, p: JobSetPausedParams) -> Job: ...
+    async def job_delete(self, p: JobDeleteParams) -> None:
+        """Removes the job from listings and cancels its waiting occurrences; history stays."""
+        ...
+    async def job_due(self, p: JobDueParams) -> list[Job]: ...
+    async def job_advance_many(self, p: JobAdvanceManyParams) -> int:
+        """Returns how many occurrences were newly inserted."""
+        ...
+
+    async def occurrence_insert(self, p: OccurrenceInsertParams) -> list[Occurrence]: ...
+    async def occurrence_claim(self, p: OccurrenceClaimParams) -> ClaimResult: ...
+    async def occurrence_complete(self, p: OccurrenceCompleteParams) -> list[bool]:
+        """One flag per completion: True if applied, False if fenced off (stale attempt)."""
+        ...
+    async def occurrence_heartbeat(self, p: OccurrenceHeartbeatParams) -> list[LeaseRef]: ...
+    async def occurrence_release(self, p: OccurrenceReleaseParams) -> int: ...
+    async def occurrence_rescue(self, p: OccurrenceRescueParams) -> list[Rescued]: ...
+    async def occurrence_cancel(self, p: OccurrenceCancelParams) -> int: ...
+    async def occurrence_get(self, job_id: str, scheduled_at: datetime) -> Occurrence: ...
+    async def occurrence_list(self, p: OccurrenceListParams) -> list[Occurrence]: ...
+    async def occurrence_next_due(self, queue: str, now: datetime) -> datetime | None:
+        """The earliest due_at of a waiting occurrence in this queue, for a worker's sleep."""
+        ...
+    async def attempt_list(self, job_id: str, scheduled_at: datetime) -> list[Attempt]: ...

@@ -1,0 +1,83 @@
+"""One root error, and the outcomes a job can return as values.
+
+Errors subclass builtins where they fit, so ``except LookupError`` keeps working.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class TickworkError(Exception):
+    """The root of every error tickwork raises on purpose."""
+
+
+class ValidationError(TickworkError, ValueError):
+    """A job document or setting is wrong. ``field`` names where, the message says why."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{field}: {reason}" if field else reason)
+
+
+class ConfigError(ValidationError):
+    """A setting is missing, unknown or out of bounds."""
+
+
+class JobNotFound(TickworkError, LookupError):
+    def __init__(self, ref: str) -> None:
+        self.ref = ref
+        super().__init__(f"no job {ref!r}")
+
+
+class OccurrenceNotFound(TickworkError, LookupError):
+    def __init__(self, ref: str) -> None:
+        self.ref = ref
+        super().__init__(f"no run {ref!r}")
+
+
+class Conflict(TickworkError):
+    """The request clashes with what is stored (a duplicate name, a finished occurrence)."""
+
+
+class StoreError(TickworkError):
+    """The store failed in a way the caller cannot fix (driver errors are translated to this)."""
+
+
+class StoreUnavailable(StoreError, ConnectionError):
+    """The store cannot be reached or is locked by another process."""
+
+
+# Job outcomes as values. An executor returns one; a Python job may also raise Fail or Cancel.
+
+
+@dataclass(frozen=True, slots=True)
+class Success:
+    output: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fail(Exception):  # noqa: N818  (an outcome a job raises, not an error of tickwork's)
+    """The attempt failed. Retriable failures are retried until max_attempts; fatal ones are not."""
+
+    error: str
+    retriable: bool = True
+    retry_after: float | None = None
+    output: str | None = None
+
+    def __str__(self) -> str:
+        return self.error
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel(Exception):  # noqa: N818  (an outcome, see Fail)
+    """Stop this occurrence for good: it ends ``cancelled`` and is not retried."""
+
+    reason: str
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+Outcome = Success | Fail | Cancel

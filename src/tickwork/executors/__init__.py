@@ -1,0 +1,1 @@
+"""Executors: one module per kind of job."""
