@@ -58,7 +58,7 @@ class Success:
 
 
 @dataclass(frozen=True, slots=True)
-class Fail(Exception):  # noqa: N818  (an outcome a job raises, not an error of tickwork's)
+class Fail(Exception):  # an outcome a job may raise, not an error of tickwork's
     """The attempt failed. Retriable failures are retried until max_attempts; fatal ones are not."""
 
     error: str
@@ -71,7 +71,7 @@ class Fail(Exception):  # noqa: N818  (an outcome a job raises, not an error of 
 
 
 @dataclass(frozen=True, slots=True)
-class Cancel(Exception):  # noqa: N818  (an outcome, see Fail)
+class Cancel(Exception):  # an outcome, like Fail
     """Stop this occurrence for good: it ends ``cancelled`` and is not retried."""
 
     reason: str

@@ -192,8 +192,10 @@ def rfc3339(dt: datetime) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def idempotency_key(job_id: str, scheduled_at: datetime, trigger: Trigger = Trigger.SCHEDULE) -> str:
-    """``job_id:scheduled_at`` for scheduled runs; manual runs and backfills get keys of their own."""
+def idempotency_key(
+    job_id: str, scheduled_at: datetime, trigger: Trigger = Trigger.SCHEDULE
+) -> str:
+    """``job_id:scheduled_at`` for scheduled runs; manual runs and backfills get their own."""
     if trigger is Trigger.SCHEDULE:
         return f"{job_id}:{rfc3339(scheduled_at)}"
     return f"{job_id}:{trigger.value}:{rfc3339(scheduled_at)}"

@@ -125,7 +125,8 @@ class OccurrenceClaimParams:
     Due means ``due_at <= now`` in a waiting state, job not paused or deleted. Highest priority
     first, then earliest due. Occurrences not yet started and older than their job's catch-up
     window become ``missed`` instead. Overlap policies (G8) are applied here, against occurrences
-    of the same job already running. The lease is ``max(lease_seconds, job timeout) + lease_margin``.
+    of the same job already running. The lease is ``max(lease_seconds, job timeout)`` plus
+    ``lease_margin_seconds``.
     """
 
     queue: str
@@ -195,6 +196,10 @@ class OccurrenceRescueParams:
 
     now: datetime
     limit: int = MAX_BATCH
+    # Treat every running attempt not held by this worker as expired, whatever its lease says.
+    # Only for a process that knows it is the store's sole user (the embedded service, which
+    # holds the database's lock file): after a crash its old leases are orphans.
+    all_but_worker: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,92 @@
+"""Which due occurrences a claim takes: the catch-up window and the overlap policies (G8).
+
+Pure: a driver loads the candidates (due, highest priority first, then earliest) and the
+occurrences already running for their jobs, and applies the plan inside its claim transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from tickwork.drivers.base import LeaseRef
+from tickwork.models import JobSpec, OccurrenceState, Overlap, Trigger
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    job_id: str
+    scheduled_at: datetime
+    state: OccurrenceState
+    attempt: int
+    trigger: Trigger
+    spec: JobSpec
+
+
+@dataclass(slots=True)
+class ClaimPlan:
+    claim: list[Candidate] = field(default_factory=list)
+    missed: list[Candidate] = field(default_factory=list)
+    skipped: list[Candidate] = field(default_factory=list)  # skipped_overlap
+    superseded: list[Candidate] = field(default_factory=list)  # cancelled before they ran
+    cancel_running: list[LeaseRef] = field(default_factory=list)
+
+
+def is_past_catchup(c: Candidate, now: datetime) -> bool:
+    """A scheduled occurrence that never started and is older than its job's catch-up window."""
+    if c.trigger is not Trigger.SCHEDULE or c.attempt > 0:
+        return False
+    return now - c.scheduled_at > timedelta(seconds=c.spec.catchup_window_seconds)
+
+
+def plan_claims(
+    candidates: Sequence[Candidate],
+    running: Mapping[str, Iterable[LeaseRef]],
+    now: datetime,
+    limit: int,
+) -> ClaimPlan:
+    """Decide each candidate's fate. ``running`` maps a job id to its running attempts."""
+    plan = ClaimPlan()
+    busy = {job_id for job_id, refs in running.items() if any(True for _ in refs)}
+    waiting_kept: set[str] = set()  # buffer_one: the job already has its one buffered occurrence
+    latest_cancel_previous = _latest_per_job(candidates, Overlap.CANCEL_PREVIOUS)
+
+    for c in candidates:
+        if is_past_catchup(c, now):
+            plan.missed.append(c)
+        elif c.spec.overlap is Overlap.CANCEL_PREVIOUS:
+            if latest_cancel_previous[c.job_id] is not c:
+                plan.superseded.append(c)
+                continue
+            if c.job_id in busy:
+                plan.cancel_running.extend(running.get(c.job_id, ()))
+            _take(plan, c, busy, limit)
+        elif c.spec.overlap is Overlap.ALLOW_ALL or c.job_id not in busy:
+            _take(plan, c, busy, limit)
+        elif c.spec.overlap is Overlap.SKIP:
+            plan.skipped.append(c)
+        elif c.spec.overlap is Overlap.BUFFER_ONE:
+            if c.job_id in waiting_kept:
+                plan.skipped.append(c)
+            else:
+                waiting_kept.add(c.job_id)
+        # BUFFER_ALL, with the job busy: it waits for its turn.
+    return plan
+
+
+def _take(plan: ClaimPlan, c: Candidate, busy: set[str], limit: int) -> None:
+    """Claim ``c`` if the batch has room; left out, it stays waiting for the next claim."""
+    if len(plan.claim) < limit:
+        plan.claim.append(c)
+        busy.add(c.job_id)
+
+
+def _latest_per_job(candidates: Sequence[Candidate], overlap: Overlap) -> dict[str, Candidate]:
+    latest: dict[str, Candidate] = {}
+    for c in candidates:
+        if c.spec.overlap is overlap:
+            best = latest.get(c.job_id)
+            if best is None or c.scheduled_at > best.scheduled_at:
+                latest[c.job_id] = c
+    return latest

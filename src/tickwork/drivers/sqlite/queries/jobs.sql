@@ -1,0 +1,35 @@
+-- name: job_insert
+INSERT INTO jobs (id, name, queue, priority, kind, overlap, spec, tags, paused, next_run_at,
+                  created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+
+-- name: job_by_id
+SELECT * FROM jobs WHERE id = ? AND deleted_at IS NULL
+
+-- name: job_by_name
+SELECT * FROM jobs WHERE name = ? AND deleted_at IS NULL
+
+-- name: job_update
+UPDATE jobs
+SET name = ?, queue = ?, priority = ?, kind = ?, overlap = ?, spec = ?, tags = ?, paused = ?,
+    next_run_at = ?, version = version + 1, updated_at = ?
+WHERE id = ? AND deleted_at IS NULL
+
+-- name: job_set_paused
+UPDATE jobs
+SET paused = ?, spec = ?, next_run_at = ?, version = version + 1, updated_at = ?
+WHERE id = ? AND deleted_at IS NULL
+
+-- name: job_delete
+UPDATE jobs SET deleted_at = ?, next_run_at = NULL, updated_at = ?
+WHERE id = ? AND deleted_at IS NULL
+
+-- name: job_due
+SELECT * FROM jobs
+WHERE deleted_at IS NULL AND paused = 0 AND next_run_at IS NOT NULL AND next_run_at <= ?
+ORDER BY next_run_at
+LIMIT ?
+
+-- name: job_advance
+UPDATE jobs SET next_run_at = ?
+WHERE id = ? AND next_run_at = ? AND deleted_at IS NULL AND paused = 0

@@ -1,0 +1,69 @@
+-- name: occurrence_insert
+INSERT INTO occurrences (job_id, scheduled_at, due_at, queue, priority, state, max_attempts,
+                         trigger, created_at, updated_at, finished_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (job_id, scheduled_at) DO NOTHING
+
+-- name: occurrence_get
+SELECT * FROM occurrences WHERE job_id = ? AND scheduled_at = ?
+
+-- name: occurrence_candidates
+SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_next_run_at,
+       j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard
+FROM occurrences o JOIN jobs j ON j.id = o.job_id
+WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying') AND o.due_at <= ?
+  AND j.paused = 0 AND j.deleted_at IS NULL
+  AND NOT (j.overlap IN ('buffer_one', 'buffer_all') AND EXISTS (
+      SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running'))
+ORDER BY o.priority DESC, o.due_at
+LIMIT ?
+
+-- name: occurrence_mark
+UPDATE occurrences SET state = ?, finished_at = ?, updated_at = ?, last_error = ?
+WHERE job_id = ? AND scheduled_at = ?
+
+-- name: occurrence_claim
+UPDATE occurrences
+SET state = 'running', attempt = attempt + 1, lease_until = ?, worker = ?, updated_at = ?
+WHERE job_id = ? AND scheduled_at = ? AND state IN ('scheduled', 'queued', 'retrying')
+
+-- name: occurrence_complete
+UPDATE occurrences
+SET state = ?, due_at = COALESCE(?, due_at), lease_until = NULL, updated_at = ?,
+    finished_at = ?, last_error = ?
+WHERE job_id = ? AND scheduled_at = ? AND attempt = ? AND state = 'running'
+
+-- name: occurrence_heartbeat
+UPDATE occurrences SET lease_until = MAX(lease_until, ?), updated_at = ?
+WHERE job_id = ? AND scheduled_at = ? AND attempt = ? AND state = 'running' AND worker = ?
+
+-- name: occurrence_release
+UPDATE occurrences
+SET state = CASE WHEN attempt > 1 THEN 'retrying' ELSE 'scheduled' END,
+    attempt = attempt - 1, due_at = ?, lease_until = NULL, worker = NULL, updated_at = ?
+WHERE job_id = ? AND scheduled_at = ? AND attempt = ? AND state = 'running' AND worker = ?
+
+-- name: occurrence_expired
+SELECT o.*, j.spec AS job_spec, j.version AS job_version
+FROM occurrences o JOIN jobs j ON j.id = o.job_id
+WHERE o.state = 'running' AND (o.lease_until < ? OR (? AND o.worker IS NOT ?))
+LIMIT ?
+
+-- name: occurrence_rescue
+UPDATE occurrences
+SET state = ?, due_at = ?, lease_until = NULL, updated_at = ?, finished_at = ?, last_error = ?
+WHERE job_id = ? AND scheduled_at = ? AND attempt = ? AND state = 'running'
+
+-- name: occurrence_cancel_job
+UPDATE occurrences SET state = 'cancelled', finished_at = ?, updated_at = ?, lease_until = NULL,
+    last_error = 'job deleted'
+WHERE job_id = ? AND state IN ('scheduled', 'queued', 'retrying', 'running')
+
+-- name: occurrence_running_of_job
+SELECT job_id, scheduled_at, attempt, worker FROM occurrences
+WHERE job_id = ? AND state = 'running'
+
+-- name: occurrence_next_due
+SELECT MIN(o.due_at) FROM occurrences o JOIN jobs j ON j.id = o.job_id
+WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying')
+  AND j.paused = 0 AND j.deleted_at IS NULL

@@ -1,0 +1,132 @@
+"""The planner: turns due jobs into occurrences, a bounded batch per tick.
+
+Each tick loads the jobs whose next run falls within ``now + horizon``, materialises every fire
+time up to the horizon (insert-if-absent; older than the catch-up window means ``missed``) and
+moves each job's next run on, all in one store transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from tickwork.clock import Clock
+from tickwork.drivers.base import (
+    JobAdvance,
+    JobAdvanceManyParams,
+    JobDueParams,
+    NewOccurrence,
+    Store,
+)
+from tickwork.models import Job, OccurrenceState
+from tickwork.schedules import Schedule, compile_schedule, jitter_offset
+
+log = logging.getLogger("tickwork.planner")
+
+
+class ScheduleCache:
+    """Compiled schedules by (job id, updated_at), so a tick does not re-parse cron strings."""
+
+    def __init__(self, size: int = 100_000) -> None:
+        self._size = size
+        self._items: dict[tuple[str, datetime], Schedule] = {}
+
+    def get(self, job: Job) -> Schedule:
+        key = (job.id, job.updated_at)
+        schedule = self._items.get(key)
+        if schedule is None:
+            if len(self._items) >= self._size:
+                self._items.clear()
+            schedule = self._items[key] = compile_schedule(job.spec.schedule)
+        return schedule
+
+
+def plan_job(job: Job, schedule: Schedule, now: datetime, until: datetime,
+             limit: int) -> JobAdvance:
+    """The occurrences of ``job`` from its next run up to ``until``, at most ``limit`` of them."""
+    assert job.next_run_at is not None  # job_due returns only jobs with a next run
+    spec = job.spec
+    catchup = timedelta(seconds=spec.catchup_window_seconds)
+    occurrences = []
+    t: datetime | None = job.next_run_at
+    while t is not None and t <= until and len(occurrences) < limit:
+        state = OccurrenceState.MISSED if now - t > catchup else OccurrenceState.SCHEDULED
+        occurrences.append(NewOccurrence(
+            job_id=job.id, scheduled_at=t,
+            due_at=t + jitter_offset(job.id, t, spec.schedule.jitter_seconds),
+            queue=spec.queue, priority=spec.priority, max_attempts=spec.retry.max_attempts,
+            state=state,
+        ))
+        t = schedule.next_after(t)
+    return JobAdvance(job_id=job.id, expected_next_run_at=job.next_run_at,
+                      occurrences=occurrences, next_run_at=t)
+
+
+class Planner:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        clock: Clock,
+        horizon_seconds: float = 5.0,
+        interval_seconds: float = 1.0,
+        batch_size: int = 500,
+        per_job_limit: int = 1000,
+        on_planned: Callable[[datetime], None] | None = None,
+    ) -> None:
+        if horizon_seconds < interval_seconds:
+            raise ValueError(
+                f"horizon_seconds ({horizon_seconds}) must be at least "
+                f"interval_seconds ({interval_seconds})")
+        self.store = store
+        self.clock = clock
+        self.horizon = timedelta(seconds=horizon_seconds)
+        self.interval_seconds = interval_seconds
+        self.batch_size = batch_size
+        self.per_job_limit = per_job_limit
+        self.on_planned = on_planned
+        self.schedules = ScheduleCache()
+        self._task: asyncio.Task[None] | None = None
+
+    async def run_once(self, now: datetime) -> tuple[int, bool]:
+        """Plan one batch. Returns (occurrences inserted, whether more jobs may be due)."""
+        until = now + self.horizon
+        jobs = await self.store.job_due(JobDueParams(until=until, limit=self.batch_size))
+        advances = []
+        for job in jobs:
+            try:
+                schedule = self.schedules.get(job)
+            except ValueError as exc:  # stored before a rule tightened: say so, do not stall
+                log.error("job %s (%s) has a schedule that no longer compiles: %s",
+                          job.spec.name, job.id, exc)
+                continue
+            advances.append(plan_job(job, schedule, now, until, self.per_job_limit))
+        inserted = 0
+        if advances:
+            inserted = await self.store.job_advance_many(
+                JobAdvanceManyParams(advances=advances, now=now))
+            if inserted and self.on_planned is not None:
+                earliest = min(o.due_at for a in advances for o in a.occurrences)
+                self.on_planned(earliest)
+        return inserted, len(jobs) == self.batch_size and bool(advances)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="tickwork-planner")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _loop(self) -> None:
+        while True:
+            more = False
+            try:
+                _, more = await self.run_once(self.clock.now())
+            except Exception:
+                log.exception("planner tick failed; retrying in %ss", self.interval_seconds)
+            if not more:
+                await self.clock.sleep(self.interval_seconds)

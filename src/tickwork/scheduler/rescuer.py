@@ -1,0 +1,64 @@
+"""The rescuer: finds attempts whose lease expired (a worker died or hung) and settles them.
+
+Each becomes ``crashed``; its occurrence is retried while attempts remain, or ends ``crashed``
+(always, for at_most_once jobs). The attempt fence rejects a late result from the old worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import datetime
+
+from tickwork.clock import Clock
+from tickwork.drivers.base import OccurrenceRescueParams, Rescued, Store
+
+log = logging.getLogger("tickwork.rescuer")
+
+
+class Rescuer:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        clock: Clock,
+        interval_seconds: float = 5.0,
+        sole_worker: str | None = None,
+        on_rescued: Callable[[list[Rescued]], None] | None = None,
+    ) -> None:
+        """``sole_worker``: set only by a process that holds the store's lock (the embedded
+        service); leases of every other worker are then orphans and are rescued at once."""
+        self.store = store
+        self.clock = clock
+        self.interval_seconds = interval_seconds
+        self.sole_worker = sole_worker
+        self.on_rescued = on_rescued
+        self._task: asyncio.Task[None] | None = None
+
+    async def run_once(self, now: datetime) -> list[Rescued]:
+        rescued = await self.store.occurrence_rescue(
+            OccurrenceRescueParams(now=now, all_but_worker=self.sole_worker))
+        for r in rescued:
+            log.warning("rescued %s @ %s attempt %d from worker %s: now %s",
+                        r.job_id, r.scheduled_at.isoformat(), r.attempt, r.worker, r.state.value)
+        if rescued and self.on_rescued is not None:
+            self.on_rescued(rescued)
+        return rescued
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="tickwork-rescuer")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.run_once(self.clock.now())
+            except Exception:
+                log.exception("rescue pass failed; retrying in %ss", self.interval_seconds)
+            await self.clock.sleep(self.interval_seconds)

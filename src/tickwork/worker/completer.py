@@ -1,0 +1,85 @@
+"""Completions written in batches: whatever finished while the last write ran goes in the next.
+
+One store round trip serves many attempts under load, and still one per attempt when idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from tickwork.clock import Clock
+from tickwork.drivers.base import Completion, OccurrenceCompleteParams, Store
+
+log = logging.getLogger("tickwork.completer")
+
+
+class Completer:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        clock: Clock,
+        batch_size: int = 500,
+        on_written: Callable[[Completion, bool], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.batch_size = batch_size
+        self.on_written = on_written
+        self._queue: asyncio.Queue[tuple[Completion, asyncio.Future[bool]]] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="tickwork-completer")
+
+    async def submit(self, completion: Completion) -> bool:
+        """Queue one completion; resolves to whether the store applied it (the fence held)."""
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait((completion, future))
+        return await future
+
+    async def stop(self) -> None:
+        """Write what is queued, then stop."""
+        if self._task is None:
+            return
+        await self._queue.join()
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        self._task = None
+
+    async def _loop(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < self.batch_size and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            try:
+                await self._write(batch)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+    async def _write(self, batch: list[tuple[Completion, asyncio.Future[bool]]]) -> None:
+        completions = [c for c, _ in batch]
+        delay = 0.1
+        while True:
+            try:
+                applied = await self.store.occurrence_complete(
+                    OccurrenceCompleteParams(completions=completions, now=self.clock.now()))
+                break
+            except Exception:  # the store is down: keep the results and try again
+                log.exception("writing %d completions failed; retrying in %.1fs",
+                              len(completions), delay)
+                await self.clock.sleep(delay)
+                delay = min(delay * 2, 5.0)
+        for (completion, future), ok in zip(batch, applied, strict=True):
+            if not ok:
+                log.warning("result of %s @ %s attempt %d rejected: the attempt no longer holds "
+                            "its lease (rescued, cancelled or finished elsewhere)",
+                            completion.job_id, completion.scheduled_at.isoformat(),
+                            completion.attempt)
+            if self.on_written is not None:
+                self.on_written(completion, ok)
+            if not future.done():
+                future.set_result(ok)

@@ -1,0 +1,283 @@
+"""The worker pool: claims due occurrences per queue, runs them, and reports the results.
+
+Per queue, a fetcher claims as many occurrences as the queue has free slots (claim before
+execute: state, attempt + 1 and a lease are written first), runs each in a task with the job's
+timeout, and hands the result to the completer, which writes it fenced on the attempt. A
+heartbeat extends the leases of running attempts and stops those the store says are no longer
+theirs. ``stop()`` is the graceful shutdown of G10.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from tickwork.clock import Clock
+from tickwork.drivers.base import (
+    LeaseRef,
+    OccurrenceClaimParams,
+    OccurrenceHeartbeatParams,
+    OccurrenceReleaseParams,
+    Store,
+)
+from tickwork.errors import Fail
+from tickwork.executors.base import ExecutionContext, Executor
+from tickwork.models import Claim
+from tickwork.worker.completer import Completer
+from tickwork.worker.outcomes import Result, TimedOut, decide
+
+log = logging.getLogger("tickwork.worker")
+
+
+@dataclass(slots=True)
+class _Running:
+    claim: Claim
+    task: asyncio.Task[None] | None = None
+    lost: bool = False  # the store no longer gives this attempt to us: drop its result
+
+
+@dataclass(slots=True)
+class _Queue:
+    name: str
+    concurrency: int
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    running: dict[tuple[str, datetime], _Running] = field(default_factory=dict)
+
+
+class WorkerPool:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        clock: Clock,
+        executors: Mapping[str, Executor],
+        queues: Sequence[tuple[str, int]],
+        worker_id: str | None = None,
+        lease_seconds: float = 30.0,
+        heartbeat_seconds: float = 10.0,
+        poll_interval_seconds: float = 1.0,
+        shutdown_grace_seconds: float = 30.0,
+        rng: random.Random | None = None,
+        on_finished: Callable[[Claim, Result, datetime, datetime], None] | None = None,
+    ) -> None:
+        if heartbeat_seconds >= lease_seconds:
+            raise ValueError(f"heartbeat_seconds ({heartbeat_seconds}) must be less than "
+                             f"lease_seconds ({lease_seconds})")
+        self.store = store
+        self.clock = clock
+        self.executors = executors
+        self.worker_id = worker_id or f"worker-{uuid.uuid4().hex[:8]}"
+        self.lease_seconds = lease_seconds
+        self.heartbeat_seconds = heartbeat_seconds
+        self.poll_interval_seconds = poll_interval_seconds
+        self.shutdown_grace_seconds = shutdown_grace_seconds
+        self.rng = rng or random.Random()  # noqa: S311  (backoff jitter, not cryptography)
+        self.on_finished = on_finished
+        self.queues = {name: _Queue(name, concurrency) for name, concurrency in queues}
+        self.completer = Completer(store=store, clock=clock)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.completer.start()
+        for q in self.queues.values():
+            self._tasks.append(asyncio.create_task(self._fetch_loop(q), name=f"fetch-{q.name}"))
+        self._tasks.append(asyncio.create_task(self._heartbeat_loop(), name="heartbeat"))
+
+    def wake(self, queue: str | None = None) -> None:
+        """Look for due work now (new occurrences, a trigger, a rescue) instead of at the next poll."""
+        for q in self.queues.values():
+            if queue is None or q.name == queue:
+                q.wake.set()
+
+    @property
+    def running_count(self) -> int:
+        return sum(len(q.running) for q in self.queues.values())
+
+    async def stop(self, grace_seconds: float | None = None) -> None:
+        """Stop claiming, let running attempts finish within the grace period, then give the
+        rest back to the store without charging an attempt (G10)."""
+        grace = self.shutdown_grace_seconds if grace_seconds is None else grace_seconds
+        self._stopping = True
+        fetchers = self._tasks[:-1]
+        for t in fetchers:
+            t.cancel()
+        await asyncio.gather(*fetchers, return_exceptions=True)
+
+        pending = [r.task for q in self.queues.values() for r in q.running.values() if r.task]
+        if pending:
+            log.info("waiting up to %gs for %d running attempts", grace, len(pending))
+            sleeper = asyncio.ensure_future(self.clock.sleep(grace))
+            await asyncio.wait([*pending, sleeper], return_when=asyncio.FIRST_COMPLETED)
+            while not sleeper.done() and any(not t.done() for t in pending):
+                await asyncio.wait([t for t in pending if not t.done()] + [sleeper],
+                                   return_when=asyncio.FIRST_COMPLETED)
+            sleeper.cancel()
+
+        leftover = [r for q in self.queues.values() for r in q.running.values()]
+        for r in leftover:
+            r.lost = True
+            if r.task is not None:
+                r.task.cancel()
+        await asyncio.gather(*(r.task for r in leftover if r.task), return_exceptions=True)
+        if leftover:
+            refs = [_ref(r.claim) for r in leftover]
+            released = await self.store.occurrence_release(OccurrenceReleaseParams(
+                refs=refs, worker=self.worker_id, now=self.clock.now()))
+            log.info("released %d unfinished attempts without charging them", released)
+        self._tasks[-1].cancel()
+        await asyncio.gather(self._tasks[-1], return_exceptions=True)
+        await self.completer.stop()
+        self._tasks.clear()
+
+    # -- claiming ----------------------------------------------------------------------------
+
+    async def _fetch_loop(self, q: _Queue) -> None:
+        while not self._stopping:
+            try:
+                now = await self._fetch_once(q)
+                await self._sleep_until_work(q, now)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("claiming from queue %s failed; retrying", q.name)
+                await self._wait(q.wake, self.poll_interval_seconds)
+
+    async def _fetch_once(self, q: _Queue) -> datetime:
+        """Claim while there are free slots and due work. Returns the time of the last look."""
+        while True:
+            now = self.clock.now()
+            free = q.concurrency - len(q.running)
+            if free <= 0:
+                return now
+            q.wake.clear()
+            result = await self.store.occurrence_claim(OccurrenceClaimParams(
+                queue=q.name, worker=self.worker_id, limit=free, now=now,
+                lease_seconds=self.lease_seconds))
+            for ref in result.cancelled:
+                self._drop(ref, "a newer run of the job replaced it (overlap cancel_previous)")
+            for claim in result.claims:
+                running = _Running(claim)
+                q.running[claim.key] = running
+                running.task = asyncio.create_task(self._execute(q, running))
+            if len(result.claims) < free and not (result.missed or result.skipped):
+                return now
+
+    async def _sleep_until_work(self, q: _Queue, now: datetime) -> None:
+        timeout = self.poll_interval_seconds
+        if len(q.running) < q.concurrency:
+            next_due = await self.store.occurrence_next_due(q.name, now)
+            if next_due is not None:
+                timeout = min(timeout, max(0.0, (next_due - self.clock.now()).total_seconds()))
+        if timeout > 0:
+            await self._wait(q.wake, timeout)
+
+    async def _wait(self, event: asyncio.Event, timeout: float) -> None:
+        """Until the event is set or ``timeout`` passes on the injected clock."""
+        if event.is_set():
+            return
+        waiter = asyncio.ensure_future(event.wait())
+        sleeper = asyncio.ensure_future(self.clock.sleep(timeout))
+        try:
+            await asyncio.wait([waiter, sleeper], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            sleeper.cancel()
+
+    # -- executing ---------------------------------------------------------------------------
+
+    async def _execute(self, q: _Queue, running: _Running) -> None:
+        claim = running.claim
+        occ, job = claim.occurrence, claim.job
+        started = self.clock.now()
+        timeout = job.spec.timeout_seconds
+        ctx = ExecutionContext(
+            job_id=job.id, job_name=job.spec.name, kind=job.spec.kind, payload=job.spec.payload,
+            scheduled_at=occ.scheduled_at, attempt=occ.attempt,
+            max_attempts=job.spec.retry.max_attempts, idempotency_key=occ.idempotency_key,
+            deadline=started + timedelta(seconds=timeout), timeout_seconds=timeout,
+        )
+        try:
+            result = await self._run_with_timeout(ctx)
+        except asyncio.CancelledError:
+            q.running.pop(claim.key, None)
+            if not running.lost:
+                raise
+            return  # cancelled because the lease is gone or we are shutting down: no result
+        finished = self.clock.now()
+        q.running.pop(claim.key, None)
+        q.wake.set()  # a slot is free
+        if running.lost:
+            return
+        if self.on_finished is not None:
+            self.on_finished(claim, result, started, finished)
+        completion = decide(claim, result, started_at=started, finished_at=finished, rng=self.rng)
+        await self.completer.submit(completion)
+
+    async def _run_with_timeout(self, ctx: ExecutionContext) -> Result:
+        executor = self.executors.get(ctx.kind)
+        if executor is None:
+            return Fail(f"this worker has no executor for kind {ctx.kind!r}", retriable=False)
+        work = asyncio.ensure_future(executor.execute(ctx))
+        sleeper = asyncio.ensure_future(self.clock.sleep(ctx.timeout_seconds))
+        try:
+            await asyncio.wait([work, sleeper], return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            work.cancel()
+            sleeper.cancel()
+            await asyncio.gather(work, return_exceptions=True)
+            raise
+        sleeper.cancel()
+        if not work.done():
+            work.cancel()
+            await asyncio.gather(work, return_exceptions=True)
+            return TimedOut(ctx.timeout_seconds)
+        exc = work.exception()
+        if exc is not None:
+            log.exception("executor %s raised", ctx.kind, exc_info=exc)
+            return Fail(f"executor error: {type(exc).__name__}: {exc}")
+        return work.result()
+
+    # -- leases ------------------------------------------------------------------------------
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await self.clock.sleep(self.heartbeat_seconds)
+            try:
+                await self.heartbeat_once(self.clock.now())
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("heartbeat failed; leases may expire if this persists")
+
+    async def heartbeat_once(self, now: datetime) -> list[LeaseRef]:
+        refs = [_ref(r.claim) for q in self.queues.values() for r in q.running.values()]
+        if not refs:
+            return []
+        lost = await self.store.occurrence_heartbeat(OccurrenceHeartbeatParams(
+            refs=refs, worker=self.worker_id, now=now, extend_seconds=self.lease_seconds))
+        for ref in lost:
+            self._drop(ref, "its lease is no longer held (cancelled, rescued or finished)")
+        return lost
+
+    def _drop(self, ref: LeaseRef, why: str) -> None:
+        for q in self.queues.values():
+            running = q.running.get((ref.job_id, ref.scheduled_at))
+            if running is not None and running.claim.occurrence.attempt == ref.attempt:
+                log.warning("stopping %s @ %s attempt %d: %s", ref.job_id,
+                            ref.scheduled_at.isoformat(), ref.attempt, why)
+                running.lost = True
+                if running.task is not None:
+                    running.task.cancel()
+
+
+def _ref(claim: Claim) -> LeaseRef:
+    occ = claim.occurrence
+    return LeaseRef(job_id=occ.job_id, scheduled_at=occ.scheduled_at, attempt=occ.attempt)
