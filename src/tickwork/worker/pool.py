@@ -82,6 +82,7 @@ class WorkerPool:
         self.completer = Completer(store=store, clock=clock)
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
+        self.released = 0  # attempts given back at stop: their threads may still be running
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -131,6 +132,7 @@ class WorkerPool:
             refs = [_ref(r.claim) for r in leftover]
             released = await self.store.occurrence_release(OccurrenceReleaseParams(
                 refs=refs, worker=self.worker_id, now=self.clock.now()))
+            self.released = released
             log.info("released %d unfinished attempts without charging them", released)
         self._tasks[-1].cancel()
         await asyncio.gather(self._tasks[-1], return_exceptions=True)

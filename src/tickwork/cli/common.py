@@ -1,0 +1,66 @@
+"""What every CLI command shares: the database option, settings, reading JSON input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tickwork.client import AsyncClient
+from tickwork.config import Settings, load_settings
+from tickwork.document import parse_instant
+from tickwork.errors import ValidationError
+
+
+def add_store_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--database", metavar="URL", help="sqlite:///path (default "
+                        "sqlite:///tickwork.db) or postgresql://...; env TICKWORK_DATABASE_URL")
+    parser.add_argument("--config", metavar="FILE", help="a TOML settings file "
+                        "(default: $TICKWORK_CONFIG, else ./tickwork.toml if present)")
+
+
+def settings_from(args: argparse.Namespace, **flags: object) -> Settings:
+    flags = {"database": getattr(args, "database", None), **flags}
+    settings = load_settings(flags=flags, toml_path=getattr(args, "config", None))
+    settings.validate()
+    return settings
+
+
+async def open_client(args: argparse.Namespace) -> AsyncClient:
+    return await AsyncClient.open(settings_from(args).database)
+
+
+def read_documents(source: str) -> list[Any]:
+    """One JSON document, a JSON array of them, or one per line (NDJSON), from a file or '-'."""
+    if source == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValidationError("--json", f"cannot read {source}: {exc.strerror}") from None
+    if not text.strip():
+        raise ValidationError("--json", "the input is empty; expected a JSON job document")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as whole:
+        lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+        if len(lines) < 2:
+            raise ValidationError("--json", f"not valid JSON: line {whole.lineno} column "
+                                  f"{whole.colno}: {whole.msg}") from None
+        docs = []
+        for number, line in lines:  # NDJSON: one document per line
+            try:
+                docs.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValidationError("--json", f"not valid JSON on line {number} column "
+                                      f"{exc.colno}: {exc.msg}") from None
+        return docs
+    return value if isinstance(value, list) else [value]
+
+
+def instant_arg(value: str, name: str) -> datetime:
+    return parse_instant(value, name)

@@ -1,0 +1,62 @@
+"""``tickwork``: one entry point; settings from flags, then TICKWORK_* variables, then TOML.
+
+Bad input exits with status 2 and a one-line message; a store that cannot be reached exits 1.
+Nothing the user types produces a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+
+from tickwork import __version__
+from tickwork.cli import jobs, runs, service
+from tickwork.errors import Conflict, StoreUnavailable, TickworkError, ValidationError
+
+EXIT_INPUT = 2
+EXIT_FAILURE = 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tickwork", description="A distributed job scheduler: cron, intervals and one-off "
+        "jobs as webhooks, shell commands and Python callables.")
+    parser.add_argument("--version", action="version", version=f"tickwork {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    service.add_commands(commands)
+    jobs.add_commands(commands)
+    runs.add_commands(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, str(getattr(args, "log_level", None) or "warning").upper(),
+                      logging.INFO),
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    try:
+        return int(asyncio.run(args.handler(args)) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except (ValidationError, LookupError, Conflict) as exc:
+        return fail(str(exc), EXIT_INPUT)
+    except StoreUnavailable as exc:
+        return fail(str(exc), EXIT_FAILURE)
+    except TickworkError as exc:
+        return fail(str(exc), EXIT_FAILURE)
+    except BrokenPipeError:
+        return 0
+
+
+def fail(message: str, status: int) -> int:
+    sys.stderr.write(f"tickwork: error: {message}\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""``tickwork run`` (the embedded service) and ``tickwork migrate``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+from tickwork.cli.common import add_store_options, settings_from
+from tickwork.drivers import open_store
+from tickwork.service import Service
+
+log = logging.getLogger("tickwork.cli")
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = commands.add_parser(
+        "run", help="run everything in one process: planner, workers (SQLite by default)")
+    add_store_options(run)
+    run.add_argument("--queues", metavar="SPEC", help="queues and their concurrency, "
+                     "e.g. default:16,mail:4")
+    run.add_argument("--demo", action="store_true", default=None,
+                     help="create a few demo jobs to watch run")
+    run.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                     help="import MODULE so its @tickwork.job functions become jobs (repeatable)")
+    run.add_argument("--worker-id", metavar="NAME", help="name this worker in run history")
+    run.add_argument("--log-level", default=None, help="debug, info (default), warning, error")
+    run.set_defaults(handler=run_service)
+
+    migrate = commands.add_parser("migrate", help="create or upgrade the database schema")
+    add_store_options(migrate)
+    migrate.set_defaults(handler=run_migrate)
+
+
+async def run_service(args: argparse.Namespace) -> int:
+    if args.log_level is None:
+        logging.getLogger().setLevel(logging.INFO)
+    settings = settings_from(args, queues=args.queues, demo=args.demo, worker_id=args.worker_id)
+    service = Service(settings, imports=tuple(args.imports))
+    await service.run_until_signalled()
+    if service.pool is not None and service.pool.released:
+        # A sync Python job still running in a thread past the grace period cannot be
+        # stopped, and the interpreter would wait for it at exit. Its attempt was already
+        # given back to the store, so leave now rather than run it to the end unrecorded.
+        log.warning("exiting with unfinished job threads abandoned; their attempts were "
+                    "released and will run again")
+        logging.shutdown()
+        os._exit(0)
+    return 0
+
+
+async def run_migrate(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    store = open_store(settings.database)
+    try:
+        await store.migrate()
+    finally:
+        await store.close()
+    print(f"database {settings.database} is up to date")
+    return 0

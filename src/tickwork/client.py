@@ -1,0 +1,263 @@
+"""The client users call to create and manage jobs and read their runs.
+
+``AsyncClient`` is the core; ``Client`` is a synchronous facade over it that runs the async core
+on a private event loop in a background thread, so it works from any code, including code that
+already runs an event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from tickwork.clock import Clock, SystemClock
+from tickwork.document import parse_job_document
+from tickwork.drivers import open_store
+from tickwork.drivers.base import (
+    JobCreateManyParams,
+    JobCreateParams,
+    JobDeleteParams,
+    JobListParams,
+    JobSetPausedParams,
+    JobUpdateParams,
+    NewOccurrence,
+    OccurrenceInsertParams,
+    OccurrenceListParams,
+    Store,
+)
+from tickwork.errors import ValidationError
+from tickwork.models import Attempt, Job, JobSpec, Occurrence, OccurrenceState, Trigger
+from tickwork.schedules import compile_schedule, preview
+
+T = TypeVar("T")
+JobInput = Mapping[str, Any] | JobSpec
+
+
+def first_run(spec: JobSpec, now: datetime) -> datetime | None:
+    """When a new or changed job first runs: its ``at`` time (even if just past: the catch-up
+    window decides), else its first fire time from now on."""
+    schedule = compile_schedule(spec.schedule)
+    if spec.schedule.type == "at" and spec.schedule.at is not None:
+        return schedule.first_at_or_after(spec.schedule.at)
+    return schedule.first_at_or_after(now)
+
+
+def to_spec(job: JobInput, *, field_prefix: str = "") -> JobSpec:
+    if isinstance(job, JobSpec):
+        return job
+    try:
+        return parse_job_document(job).spec
+    except ValidationError as exc:
+        if not field_prefix:
+            raise
+        raise ValidationError(f"{field_prefix}{exc.field}" if exc.field else field_prefix,
+                              exc.reason) from exc
+
+
+class AsyncClient:
+    def __init__(self, store: Store, *, clock: Clock | None = None,
+                 on_change: Callable[[], None] | None = None) -> None:
+        self.store = store
+        self.clock = clock or SystemClock()
+        self.on_change = on_change  # the embedded service wakes its workers through this
+
+    @classmethod
+    async def open(cls, database: str = "sqlite:///tickwork.db", *, clock: Clock | None = None,
+                   migrate: bool = True) -> AsyncClient:
+        store = open_store(database)
+        if migrate:
+            await store.migrate()
+        return cls(store, clock=clock)
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+
+    # -- jobs --------------------------------------------------------------------------------
+
+    async def create_job(self, job: JobInput) -> Job:
+        spec = to_spec(job)
+        now = self.clock.now()
+        created = await self.store.job_create(
+            JobCreateParams(spec=spec, next_run_at=first_run(spec, now), now=now))
+        self._changed()
+        return created
+
+    async def create_jobs(self, jobs: Iterable[JobInput]) -> list[Job]:
+        """Many jobs in one store transaction: all are created, or none (errors name the index)."""
+        specs = [to_spec(j, field_prefix=f"[{i}].") for i, j in enumerate(jobs)]
+        now = self.clock.now()
+        params = [JobCreateParams(spec=s, next_run_at=first_run(s, now), now=now) for s in specs]
+        created = await self.store.job_create_many(JobCreateManyParams(jobs=params))
+        self._changed()
+        return created
+
+    async def get_job(self, ref: str) -> Job:
+        return await self.store.job_get(ref)
+
+    async def list_jobs(self, *, queue: str | None = None, tag: str | None = None,
+                        kind: str | None = None, name_contains: str | None = None,
+                        paused: bool | None = None, after_name: str | None = None,
+                        limit: int = 100) -> list[Job]:
+        return await self.store.job_list(JobListParams(
+            queue=queue, tag=tag, kind=kind, name_contains=name_contains, paused=paused,
+            after_name=after_name, limit=limit))
+
+    async def update_job(self, ref: str, changes: Mapping[str, Any]) -> Job:
+        """Change some fields of a job; the others keep their values."""
+        current = await self.store.job_get(ref)
+        spec = parse_job_document(changes, defaults=current.spec).spec
+        now = self.clock.now()
+        next_run = current.next_run_at
+        if spec.schedule != current.spec.schedule or next_run is None:
+            next_run = first_run(spec, now)
+        updated = await self.store.job_update(
+            JobUpdateParams(id=current.id, spec=spec, next_run_at=next_run, now=now))
+        self._changed()
+        return updated
+
+    async def pause_job(self, ref: str) -> Job:
+        job = await self.store.job_get(ref)
+        return await self.store.job_set_paused(JobSetPausedParams(
+            id=job.id, paused=True, next_run_at=job.next_run_at, now=self.clock.now()))
+
+    async def resume_job(self, ref: str) -> Job:
+        """Resume from now on: fire times that fell while paused are not made up."""
+        job = await self.store.job_get(ref)
+        now = self.clock.now()
+        next_run = job.next_run_at
+        if job.spec.schedule.type != "at":
+            next_run = compile_schedule(job.spec.schedule).first_at_or_after(now)
+        resumed = await self.store.job_set_paused(JobSetPausedParams(
+            id=job.id, paused=False, next_run_at=next_run, now=now))
+        self._changed()
+        return resumed
+
+    async def trigger_job(self, ref: str) -> Occurrence:
+        """Run the job now, once, outside its schedule (with an idempotency key of its own)."""
+        job = await self.store.job_get(ref)
+        now = self.clock.now()
+        stored = await self.store.occurrence_insert(OccurrenceInsertParams(occurrences=[
+            NewOccurrence(job_id=job.id, scheduled_at=now, due_at=now, queue=job.spec.queue,
+                          priority=job.spec.priority, max_attempts=job.spec.retry.max_attempts,
+                          trigger=Trigger.MANUAL)], now=now))
+        self._changed()
+        return stored[0]
+
+    async def delete_job(self, ref: str) -> None:
+        job = await self.store.job_get(ref)
+        await self.store.job_delete(JobDeleteParams(id=job.id, now=self.clock.now()))
+
+    async def preview(self, job: JobInput | str, n: int = 5,
+                      after: datetime | None = None) -> list[datetime]:
+        spec = (await self.store.job_get(job)).spec if isinstance(job, str) else to_spec(job)
+        return preview(compile_schedule(spec.schedule), after or self.clock.now(), n)
+
+    # -- runs --------------------------------------------------------------------------------
+
+    async def list_runs(self, *, job: str | None = None, states: Sequence[str] = (),
+                        since: datetime | None = None, until: datetime | None = None,
+                        before: tuple[datetime, str] | None = None, limit: int = 50,
+                        newest_first: bool = True) -> list[Occurrence]:
+        job_id = (await self.store.job_get(job)).id if job else None
+        return await self.store.occurrence_list(OccurrenceListParams(
+            job_id=job_id, states=[OccurrenceState(s) for s in states], since=since,
+            until=until, before=before, limit=limit, newest_first=newest_first))
+
+    async def get_run(self, job: str, scheduled_at: datetime) -> tuple[Occurrence, list[Attempt]]:
+        job_id = (await self.store.job_get(job)).id
+        occurrence = await self.store.occurrence_get(job_id, scheduled_at)
+        return occurrence, await self.store.attempt_list(job_id, scheduled_at)
+
+
+class Client:
+    """Synchronous facade: ``with Client.open("sqlite:///tickwork.db") as c: c.create_job(...)``."""
+
+    def __init__(self, inner: AsyncClient, loop: asyncio.AbstractEventLoop,
+                 thread: threading.Thread) -> None:
+        self._inner = inner
+        self._loop = loop
+        self._thread = thread
+
+    @classmethod
+    def open(cls, database: str = "sqlite:///tickwork.db", *, clock: Clock | None = None,
+             migrate: bool = True) -> Client:
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="tickwork-client", daemon=True)
+        thread.start()
+        try:
+            inner = asyncio.run_coroutine_threadsafe(
+                AsyncClient.open(database, clock=clock, migrate=migrate), loop).result()
+        except BaseException:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+            raise
+        return cls(inner, loop, thread)
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def close(self) -> None:
+        self._run(self._inner.close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def create_job(self, job: JobInput) -> Job:
+        return self._run(self._inner.create_job(job))
+
+    def create_jobs(self, jobs: Iterable[JobInput]) -> list[Job]:
+        return self._run(self._inner.create_jobs(list(jobs)))
+
+    def get_job(self, ref: str) -> Job:
+        return self._run(self._inner.get_job(ref))
+
+    def list_jobs(self, **filters: Any) -> list[Job]:
+        return self._run(self._inner.list_jobs(**filters))
+
+    def update_job(self, ref: str, changes: Mapping[str, Any]) -> Job:
+        return self._run(self._inner.update_job(ref, changes))
+
+    def pause_job(self, ref: str) -> Job:
+        return self._run(self._inner.pause_job(ref))
+
+    def resume_job(self, ref: str) -> Job:
+        return self._run(self._inner.resume_job(ref))
+
+    def trigger_job(self, ref: str) -> Occurrence:
+        return self._run(self._inner.trigger_job(ref))
+
+    def delete_job(self, ref: str) -> None:
+        self._run(self._inner.delete_job(ref))
+
+    def preview(self, job: JobInput | str, n: int = 5,
+                after: datetime | None = None) -> list[datetime]:
+        return self._run(self._inner.preview(job, n, after))
+
+    def list_runs(self, **filters: Any) -> list[Occurrence]:
+        return self._run(self._inner.list_runs(**filters))
+
+    def get_run(self, job: str, scheduled_at: datetime) -> tuple[Occurrence, list[Attempt]]:
+        return self._run(self._inner.get_run(job, scheduled_at))
+
+
+

@@ -1,0 +1,196 @@
+"""The embedded service: planner, rescuer and worker pool in one process on one store.
+
+``tickwork run`` starts this. On SQLite it holds ``<database>.lock`` for its lifetime, so it
+knows it is the file's only service: attempts left running by a crashed predecessor are
+orphans and are rescued at once instead of after their lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import importlib
+import logging
+import os
+import signal
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from tickwork import registry
+from tickwork.client import AsyncClient
+from tickwork.clock import Clock, SystemClock
+from tickwork.config import Settings
+from tickwork.document import parse_job_document
+from tickwork.drivers import open_store
+from tickwork.drivers.sqlite.connection import path_from_url
+from tickwork.errors import JobNotFound, StoreUnavailable
+from tickwork.executors import build_executors
+from tickwork.executors.base import Executor
+from tickwork.models import Claim
+from tickwork.scheduler.planner import Planner
+from tickwork.scheduler.rescuer import Rescuer
+from tickwork.worker.outcomes import Result
+from tickwork.worker.pool import WorkerPool
+
+log = logging.getLogger("tickwork.service")
+runs_log = logging.getLogger("tickwork.runs")
+
+
+class Service:
+    def __init__(self, settings: Settings, *, clock: Clock | None = None,
+                 imports: tuple[str, ...] = ()) -> None:
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self.imports = imports
+        self.store = open_store(settings.database)
+        self.executors: dict[str, Executor] = {}
+        self.pool: WorkerPool | None = None
+        self.planner: Planner | None = None
+        self.rescuer: Rescuer | None = None
+        self.client = AsyncClient(self.store, clock=self.clock, on_change=self._wake)
+        self._lock: IO[str] | None = None
+        self._stopped = asyncio.Event()
+
+    async def start(self) -> None:
+        self._take_lock()
+        await self.store.migrate()
+        jobs = self._import_job_modules()
+        executor_settings = self.settings.executors
+        # Modules of declared jobs are allowed; so is the demo's, so demo jobs created by an
+        # earlier `--demo` run keep working.
+        allowed = {*executor_settings.python_allowed_modules, *self._job_modules(jobs),
+                   "tickwork.demo"}
+        executor_settings = replace(executor_settings, python_allowed_modules=tuple(sorted(allowed)))
+        self.executors = build_executors(executor_settings)
+
+        s = self.settings
+        self.pool = WorkerPool(
+            store=self.store, clock=self.clock, executors=self.executors, queues=s.queues,
+            worker_id=s.worker_id, lease_seconds=s.lease_seconds,
+            heartbeat_seconds=s.heartbeat_seconds, poll_interval_seconds=s.poll_interval_seconds,
+            shutdown_grace_seconds=s.shutdown_grace_seconds, on_finished=self._log_run)
+        self.planner = Planner(
+            store=self.store, clock=self.clock, horizon_seconds=s.planner_horizon_seconds,
+            interval_seconds=s.planner_interval_seconds, on_planned=lambda _: self._wake())
+        sole = self.pool.worker_id if self._lock is not None else None
+        self.rescuer = Rescuer(store=self.store, clock=self.clock,
+                               interval_seconds=s.rescue_interval_seconds, sole_worker=sole,
+                               on_rescued=lambda _: self._wake())
+        await self.rescuer.run_once(self.clock.now())  # orphans of a crashed predecessor
+        await self._sync_jobs([*jobs, *(_demo_jobs() if s.demo else [])])
+        self.planner.start()
+        self.rescuer.start()
+        self.pool.start()
+        log.info("tickwork is running: database %s, queues %s, worker %s", s.database,
+                 ", ".join(f"{q}:{c}" for q, c in s.queues), self.pool.worker_id)
+
+    async def stop(self) -> None:
+        """Graceful: stop planning and claiming, let running attempts finish (G10)."""
+        log.info("stopping: no new runs; waiting up to %gs for running ones",
+                 self.settings.shutdown_grace_seconds)
+        if self.planner is not None:
+            await self.planner.stop()
+        if self.rescuer is not None:
+            await self.rescuer.stop()
+        if self.pool is not None:
+            await self.pool.stop()
+        for executor in self.executors.values():
+            close = getattr(executor, "close", None)
+            if close is not None:
+                await close()
+        await self.store.close()
+        self._release_lock()
+        self._stopped.set()
+        log.info("stopped")
+
+    async def run_until_signalled(self) -> None:
+        """Start, run until SIGTERM or SIGINT, then stop gracefully."""
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await self.start()
+        try:
+            await stop.wait()
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+            await self.stop()
+
+    # -- jobs declared in code and the demo --------------------------------------------------
+
+    def _import_job_modules(self) -> list[dict[str, Any]]:
+        for module in self.imports:
+            importlib.import_module(module)
+        return registry.registered()
+
+    @staticmethod
+    def _job_modules(jobs: list[dict[str, Any]]) -> set[str]:
+        return {str(j["payload"]["callable"]).split(":", 1)[0] for j in jobs}
+
+    async def _sync_jobs(self, docs: list[dict[str, Any]]) -> None:
+        """Create declared jobs that do not exist; update those whose document changed."""
+        for doc in docs:
+            spec = parse_job_document(doc).spec
+            try:
+                current = await self.client.get_job(spec.name)
+            except JobNotFound:
+                await self.client.create_job(spec)
+                log.info("created job %s", spec.name)
+                continue
+            if current.spec != spec:
+                await self.client.update_job(current.id, doc)
+                log.info("updated job %s to match its declaration", spec.name)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        if self.pool is not None:
+            self.pool.wake()
+
+    def _log_run(self, claim: Claim, result: Result, started: datetime,
+                 finished: datetime) -> None:
+        occ = claim.occurrence
+        late_ms = (started - occ.scheduled_at).total_seconds() * 1000
+        took_ms = (finished - started).total_seconds() * 1000
+        runs_log.info("%s @ %s attempt %d: %s in %.0fms (started %.0fms after its time)",
+                      claim.job.spec.name, occ.scheduled_at.strftime("%H:%M:%S"), occ.attempt,
+                      type(result).__name__.lower(), took_ms, late_ms)
+
+    def _take_lock(self) -> None:
+        if not self.settings.database.startswith("sqlite:") and "://" in self.settings.database:
+            return
+        path = path_from_url(self.settings.database)
+        if path == ":memory:":
+            return
+        lock_path = Path(f"{path}.lock")
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = lock_path.open("a+")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise StoreUnavailable(
+                f"another tickwork service is already running on {path} "
+                f"(it holds {lock_path}); stop it first, or use another --database") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self._lock = handle
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
+
+
+def _demo_jobs() -> list[dict[str, Any]]:
+    from tickwork.demo import DEMO_JOBS
+
+    return DEMO_JOBS

@@ -1,0 +1,44 @@
+"""An independent record of what ran: jobs that append a line per execution to a file.
+
+Tests judge delivery from this ledger, written by the executed jobs themselves, not from the
+store's tables. Each line is JSON: idempotency key, attempt, scheduled time, process id and the
+wall-clock instants the execution started and ended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from tickwork.executors.base import ExecutionContext
+from tickwork.models import rfc3339
+
+
+def record(ctx: ExecutionContext, path: str, sleep: float = 0.0, fail_attempts: int = 0) -> str:
+    """Append this execution to the ledger at ``path``; optionally take ``sleep`` seconds, and
+    fail the first ``fail_attempts`` attempts."""
+    started = time.time()
+    if sleep:
+        time.sleep(sleep)
+    line = {
+        "key": ctx.idempotency_key, "job": ctx.job_name, "attempt": ctx.attempt,
+        "scheduled_at": rfc3339(ctx.scheduled_at), "pid": os.getpid(),
+        "started": started, "ended": time.time(),
+    }
+    with Path(path).open("a", encoding="utf-8") as ledger:
+        ledger.write(json.dumps(line) + "\n")
+        ledger.flush()
+        os.fsync(ledger.fileno())
+    if ctx.attempt <= fail_attempts:
+        raise RuntimeError(f"failing attempt {ctx.attempt} on purpose")
+    return f"recorded {ctx.idempotency_key}"
+
+
+def read(path: str | Path) -> list[dict[str, Any]]:
+    p = Path(path)
+    if not p.exists():
+        return []
+    return [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line]
