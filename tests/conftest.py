@@ -12,6 +12,10 @@ from typing import Any
 
 import pytest
 
+# Failures inside the conformance suite shipped in the package show their values. This must
+# run before anything imports tickwork.testing.
+pytest.register_assert_rewrite("tickwork.testing")
+
 from tickwork.client import AsyncClient
 from tickwork.clock import FakeClock
 from tickwork.drivers.base import Completion
@@ -43,7 +47,8 @@ class Harness:
     written: asyncio.Queue[tuple[Completion, bool]] = field(default_factory=asyncio.Queue)
 
     async def tick(self, seconds: float = 0.0) -> None:
-        """Move time on, plan, and wake the workers."""
+        """Move time on, plan, and wake the workers (a worker that was between two looks when
+        time moved would otherwise sleep its full poll interval on the FakeClock)."""
         if seconds:
             self.clock.advance(seconds)
         await self.planner.run_once(self.clock.now())
@@ -69,7 +74,7 @@ async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
         yield h
 
 
-class make_harness:  # noqa: N801  (reads as a function at the call site)
+class make_harness:  # a context manager that reads as a function at the call site
     def __init__(self, tmp_path: Path, *, queues: tuple[tuple[str, int], ...] = (("default", 8),),
                  clock: Any = None, **executor_overrides: Any) -> None:
         self.tmp_path = tmp_path

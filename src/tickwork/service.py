@@ -23,6 +23,7 @@ from tickwork import registry
 from tickwork.client import AsyncClient
 from tickwork.clock import Clock, SystemClock
 from tickwork.config import Settings
+from tickwork.demo import DEMO_JOBS
 from tickwork.document import parse_job_document
 from tickwork.drivers import open_store
 from tickwork.drivers.sqlite.connection import path_from_url
@@ -47,6 +48,7 @@ class Service:
         self.imports = imports
         self.store = open_store(settings.database)
         self.executors: dict[str, Executor] = {}
+        self.executor_settings = settings.executors
         self.pool: WorkerPool | None = None
         self.planner: Planner | None = None
         self.rescuer: Rescuer | None = None
@@ -63,8 +65,9 @@ class Service:
         # earlier `--demo` run keep working.
         allowed = {*executor_settings.python_allowed_modules, *self._job_modules(jobs),
                    "tickwork.demo"}
-        executor_settings = replace(executor_settings, python_allowed_modules=tuple(sorted(allowed)))
-        self.executors = build_executors(executor_settings)
+        self.executor_settings = replace(executor_settings,
+                                         python_allowed_modules=tuple(sorted(allowed)))
+        self.executors = build_executors(self.executor_settings)
 
         s = self.settings
         self.pool = WorkerPool(
@@ -80,7 +83,7 @@ class Service:
                                interval_seconds=s.rescue_interval_seconds, sole_worker=sole,
                                on_rescued=lambda _: self._wake())
         await self.rescuer.run_once(self.clock.now())  # orphans of a crashed predecessor
-        await self._sync_jobs([*jobs, *(_demo_jobs() if s.demo else [])])
+        await self._sync_jobs([*jobs, *(DEMO_JOBS if s.demo else [])])
         self.planner.start()
         self.rescuer.start()
         self.pool.start()
@@ -189,8 +192,3 @@ class Service:
             self._lock.close()
             self._lock = None
 
-
-def _demo_jobs() -> list[dict[str, Any]]:
-    from tickwork.demo import DEMO_JOBS
-
-    return DEMO_JOBS

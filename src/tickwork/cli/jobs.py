@@ -10,6 +10,7 @@ from tickwork.cli.common import add_store_options, open_client, read_documents
 from tickwork.cli.output import job_json, print_json, print_table, run_json, when
 from tickwork.document import parse_job_document
 from tickwork.errors import ValidationError
+from tickwork.models import JobSpec
 from tickwork.schedules import compile_schedule
 
 
@@ -64,21 +65,23 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 async def create_jobs(args: argparse.Namespace) -> int:
     docs = read_documents(args.source)
-    specs = []
+    specs: list[JobSpec] = []
+    warnings: list[str] = []
     for index, doc in enumerate(docs):
         try:
             parsed = parse_job_document(doc)
         except ValidationError as exc:
             where = f"[{index}]." if len(docs) > 1 else ""
             raise ValidationError(f"{where}{exc.field}", exc.reason) from None
-        for warning in parsed.warnings:
-            sys.stderr.write(f"tickwork: warning: {parsed.spec.name}: {warning}\n")
+        warnings.extend(f"{parsed.spec.name}: {w}" for w in parsed.warnings)
         specs.append(parsed.spec)
     client = await open_client(args)
     try:
         created = await client.create_jobs(specs)
     finally:
         await client.close()
+    for warning in warnings:
+        sys.stderr.write(f"tickwork: warning: {warning}\n")
     if not args.quiet:
         if len(created) == 1:
             job = created[0]

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from tickwork.drivers.base import Store
+from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import ConfigError
 
 
 def open_store(url: str) -> Store:
     """A store for ``sqlite:///path`` (the embedded default) or ``postgresql://...``."""
     if url.startswith("sqlite:") or "://" not in url:
-        from tickwork.drivers.sqlite.store import SqliteStore
-
         return SqliteStore(url)
     if url.startswith(("postgresql://", "postgres://")):
         raise ConfigError("database", "the PostgreSQL driver is not part of this version yet; "

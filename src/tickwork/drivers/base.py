@@ -224,10 +224,12 @@ class OccurrenceListParams:
 
 @dataclass(frozen=True, slots=True)
 class OccurrenceCancelParams:
-    """Cancel waiting occurrences of a job (on delete, or by request)."""
+    """Cancel a job's waiting and running occurrences; running attempts end ``failed`` with
+    ``reason``, and their workers learn it at the next heartbeat."""
 
     job_id: str
     now: datetime
+    reason: str = "cancelled"
 
 
 @dataclass(frozen=True, slots=True)

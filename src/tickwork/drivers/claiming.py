@@ -48,7 +48,8 @@ def plan_claims(
 ) -> ClaimPlan:
     """Decide each candidate's fate. ``running`` maps a job id to its running attempts."""
     plan = ClaimPlan()
-    busy = {job_id for job_id, refs in running.items() if any(True for _ in refs)}
+    running_of = {job_id: list(refs) for job_id, refs in running.items()}  # read each once
+    busy = {job_id for job_id, refs in running_of.items() if refs}
     waiting_kept: set[str] = set()  # buffer_one: the job already has its one buffered occurrence
     latest_cancel_previous = _latest_per_job(candidates, Overlap.CANCEL_PREVIOUS)
 
@@ -59,8 +60,10 @@ def plan_claims(
             if latest_cancel_previous[c.job_id] is not c:
                 plan.superseded.append(c)
                 continue
+            if len(plan.claim) >= limit:
+                continue  # no room: the running one goes on, and this one waits its turn
             if c.job_id in busy:
-                plan.cancel_running.extend(running.get(c.job_id, ()))
+                plan.cancel_running.extend(running_of.get(c.job_id, ()))
             _take(plan, c, busy, limit)
         elif c.spec.overlap is Overlap.ALLOW_ALL or c.job_id not in busy:
             _take(plan, c, busy, limit)

@@ -49,7 +49,7 @@ def plan_job(job: Job, schedule: Schedule, now: datetime, until: datetime,
     assert job.next_run_at is not None  # job_due returns only jobs with a next run
     spec = job.spec
     catchup = timedelta(seconds=spec.catchup_window_seconds)
-    occurrences = []
+    occurrences: list[NewOccurrence] = []
     t: datetime | None = job.next_run_at
     while t is not None and t <= until and len(occurrences) < limit:
         state = OccurrenceState.MISSED if now - t > catchup else OccurrenceState.SCHEDULED

@@ -93,7 +93,7 @@ class WorkerPool:
         self._tasks.append(asyncio.create_task(self._heartbeat_loop(), name="heartbeat"))
 
     def wake(self, queue: str | None = None) -> None:
-        """Look for due work now (new occurrences, a trigger, a rescue) instead of at the next poll."""
+        """Look for due work now (new occurrences, a trigger, a rescue), not at the next poll."""
         for q in self.queues.values():
             if queue is None or q.name == queue:
                 q.wake.set()
@@ -177,16 +177,19 @@ class WorkerPool:
         if len(q.running) < q.concurrency:
             next_due = await self.store.occurrence_next_due(q.name, now)
             if next_due is not None:
-                timeout = min(timeout, max(0.0, (next_due - self.clock.now()).total_seconds()))
+                wait = (next_due - self.clock.now()).total_seconds()
+                # Due already but not claimed (a race with another claimer): look again soon,
+                # without spinning.
+                timeout = min(timeout, wait if wait > 0 else 0.05)
         if timeout > 0:
             await self._wait(q.wake, timeout)
 
-    async def _wait(self, event: asyncio.Event, timeout: float) -> None:
-        """Until the event is set or ``timeout`` passes on the injected clock."""
+    async def _wait(self, event: asyncio.Event, seconds: float) -> None:
+        """Until the event is set or ``seconds`` pass on the injected clock."""
         if event.is_set():
             return
         waiter = asyncio.ensure_future(event.wait())
-        sleeper = asyncio.ensure_future(self.clock.sleep(timeout))
+        sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
         try:
             await asyncio.wait([waiter, sleeper], return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -227,8 +230,9 @@ class WorkerPool:
         executor = self.executors.get(ctx.kind)
         if executor is None:
             return Fail(f"this worker has no executor for kind {ctx.kind!r}", retriable=False)
-        work = asyncio.ensure_future(executor.execute(ctx))
+        # The deadline starts first, so it is armed before the job's first step runs.
         sleeper = asyncio.ensure_future(self.clock.sleep(ctx.timeout_seconds))
+        work = asyncio.ensure_future(executor.execute(ctx))
         try:
             await asyncio.wait([work, sleeper], return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:

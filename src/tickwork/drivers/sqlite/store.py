@@ -94,11 +94,13 @@ class SqliteStore:
                     item.spec.overlap.value, spec_to_json(item.spec), json.dumps(item.spec.tags),
                     int(item.spec.paused), to_us_or_none(item.next_run_at), now, now,
                 ))
-            with write_transaction(conn):
-                try:
+            try:
+                with write_transaction(conn):
                     conn.executemany(Q["job_insert"], rows)
-                except sqlite3.IntegrityError as exc:
-                    raise _name_conflict(conn, [item.spec.name for item in p.jobs]) from exc
+            except sqlite3.IntegrityError as exc:
+                # Named after the rollback: inside the transaction, the batch's own rows count
+                # as taken and the error would name the wrong job.
+                raise _name_conflict(conn, [item.spec.name for item in p.jobs]) from exc
             return [self._job_row(conn, r[0]) for r in rows]
 
         return await self._conn.run(run)
@@ -179,7 +181,8 @@ class SqliteStore:
             with write_transaction(conn):
                 if conn.execute(Q["job_delete"], (now, now, p.id)).rowcount == 0:
                     raise JobNotFound(p.id)
-                conn.execute(Q["occurrence_cancel_job"], (now, now, p.id))
+                conn.execute(Q["attempt_close_running_of_job"], (now, "job deleted", p.id))
+                conn.execute(Q["occurrence_cancel_job"], (now, now, "job deleted", p.id))
 
         await self._conn.run(run)
 
@@ -303,12 +306,12 @@ class SqliteStore:
     async def occurrence_heartbeat(self, p: b.OccurrenceHeartbeatParams) -> list[b.LeaseRef]:
         def run(conn: sqlite3.Connection) -> list[b.LeaseRef]:
             now = to_us(p.now)
-            until = now + int(p.extend_seconds * 1_000_000)
             lost = []
             with write_transaction(conn):
                 for ref in p.refs:
                     cur = conn.execute(Q["occurrence_heartbeat"], (
-                        until, now, ref.job_id, to_us(ref.scheduled_at), ref.attempt, p.worker))
+                        now, p.extend_seconds, now,
+                        ref.job_id, to_us(ref.scheduled_at), ref.attempt, p.worker))
                     if cur.rowcount == 0:
                         lost.append(ref)
             return lost
@@ -362,7 +365,9 @@ class SqliteStore:
         def run(conn: sqlite3.Connection) -> int:
             now = to_us(p.now)
             with write_transaction(conn):
-                return conn.execute(Q["occurrence_cancel_job"], (now, now, p.job_id)).rowcount
+                conn.execute(Q["attempt_close_running_of_job"], (now, p.reason, p.job_id))
+                return conn.execute(
+                    Q["occurrence_cancel_job"], (now, now, p.reason, p.job_id)).rowcount
 
         return await self._conn.run(run)
 

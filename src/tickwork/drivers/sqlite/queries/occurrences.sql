@@ -13,7 +13,7 @@ SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_n
 FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying') AND o.due_at <= ?
   AND j.paused = 0 AND j.deleted_at IS NULL
-  AND NOT (j.overlap IN ('buffer_one', 'buffer_all') AND EXISTS (
+  AND NOT (j.overlap = 'buffer_all' AND EXISTS (
       SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running'))
 ORDER BY o.priority DESC, o.due_at
 LIMIT ?
@@ -34,7 +34,12 @@ SET state = ?, due_at = COALESCE(?, due_at), lease_until = NULL, updated_at = ?,
 WHERE job_id = ? AND scheduled_at = ? AND attempt = ? AND state = 'running'
 
 -- name: occurrence_heartbeat
-UPDATE occurrences SET lease_until = MAX(lease_until, ?), updated_at = ?
+-- now + max(extend_seconds, the job's timeout): a lease is never shorter than the timeout.
+UPDATE occurrences
+SET lease_until = MAX(lease_until, ? + CAST(1000000 * MAX(?, COALESCE(
+        (SELECT json_extract(j.spec, '$.timeout_seconds') FROM jobs j
+         WHERE j.id = occurrences.job_id), 0)) AS INTEGER)),
+    updated_at = ?
 WHERE job_id = ? AND scheduled_at = ? AND attempt = ? AND state = 'running' AND worker = ?
 
 -- name: occurrence_release
@@ -56,7 +61,7 @@ WHERE job_id = ? AND scheduled_at = ? AND attempt = ? AND state = 'running'
 
 -- name: occurrence_cancel_job
 UPDATE occurrences SET state = 'cancelled', finished_at = ?, updated_at = ?, lease_until = NULL,
-    last_error = 'job deleted'
+    last_error = ?
 WHERE job_id = ? AND state IN ('scheduled', 'queued', 'retrying', 'running')
 
 -- name: occurrence_running_of_job
@@ -64,6 +69,9 @@ SELECT job_id, scheduled_at, attempt, worker FROM occurrences
 WHERE job_id = ? AND state = 'running'
 
 -- name: occurrence_next_due
+-- The same eligibility as occurrence_candidates, so a worker never wakes for what it cannot claim.
 SELECT MIN(o.due_at) FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying')
   AND j.paused = 0 AND j.deleted_at IS NULL
+  AND NOT (j.overlap = 'buffer_all' AND EXISTS (
+      SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running'))

@@ -1,0 +1,222 @@
+"""plan_claims: the catch-up window and the overlap policies, decided without a store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tickwork.drivers.base import LeaseRef
+from tickwork.drivers.claiming import Candidate, ClaimPlan, is_past_catchup, plan_claims
+from tickwork.models import (
+    JobSpec,
+    OccurrenceState,
+    Overlap,
+    ScheduleSpec,
+    Trigger,
+)
+
+NOW = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def spec(overlap: Overlap = Overlap.SKIP, catchup: float = 3600.0) -> JobSpec:
+    return JobSpec(name="j", schedule=ScheduleSpec(type="every", every_seconds=60), kind="http",
+                   payload={}, overlap=overlap, catchup_window_seconds=catchup)
+
+
+def cand(job: str, ago: float, overlap: Overlap = Overlap.SKIP, *, attempt: int = 0,
+         trigger: Trigger = Trigger.SCHEDULE, catchup: float = 3600.0) -> Candidate:
+    """An occurrence of ``job`` scheduled ``ago`` seconds before NOW."""
+    return Candidate(
+        job_id=job, scheduled_at=NOW - timedelta(seconds=ago),
+        state=OccurrenceState.RETRYING if attempt else OccurrenceState.SCHEDULED,
+        attempt=attempt, trigger=trigger, spec=spec(overlap, catchup))
+
+
+def running_ref(job: str, ago: float = 600, attempt: int = 1) -> LeaseRef:
+    return LeaseRef(job, NOW - timedelta(seconds=ago), attempt)
+
+
+def plan(candidates: Sequence[Candidate], running: Mapping[str, Iterable[LeaseRef]] | None = None,
+         limit: int = 10) -> ClaimPlan:
+    return plan_claims(candidates, running or {}, NOW, limit)
+
+
+def names(cs: Iterable[Candidate]) -> list[tuple[str, float]]:
+    return [(c.job_id, (NOW - c.scheduled_at).total_seconds()) for c in cs]
+
+
+Keys = Sequence[tuple[str, float]]
+
+
+def assert_plan(p: ClaimPlan, *, claim: Keys = (), missed: Keys = (), skipped: Keys = (),
+                superseded: Keys = (), cancel_running: Sequence[LeaseRef] = ()) -> None:
+    """Each list of the plan, as (job, seconds ago); anything not named must be empty."""
+    assert names(p.claim) == list(claim)
+    assert names(p.missed) == list(missed)
+    assert names(p.skipped) == list(skipped)
+    assert names(p.superseded) == list(superseded)
+    assert p.cancel_running == list(cancel_running)
+
+
+class TestNothingRunning:
+    def test_claims_in_candidate_order(self) -> None:
+        p = plan([cand("a", 10), cand("b", 30), cand("c", 20)])
+        assert_plan(p, claim=[("a", 10), ("b", 30), ("c", 20)])
+
+    def test_limit_leaves_the_rest_waiting(self) -> None:
+        p = plan([cand("a", 10), cand("b", 20), cand("c", 30)], limit=2)
+        assert_plan(p, claim=[("a", 10), ("b", 20)])
+
+    def test_zero_limit_claims_nothing(self) -> None:
+        assert_plan(plan([cand("a", 10)], limit=0))
+
+    def test_empty_running_list_is_not_busy(self) -> None:
+        p = plan([cand("a", 10)], running={"a": []})
+        assert_plan(p, claim=[("a", 10)])
+
+    def test_other_jobs_running_do_not_matter(self) -> None:
+        p = plan([cand("a", 10)], running={"b": [running_ref("b")]})
+        assert_plan(p, claim=[("a", 10)])
+
+
+class TestCatchup:
+    def test_older_than_window_is_missed(self) -> None:
+        p = plan([cand("a", 61, catchup=60), cand("b", 59, catchup=60)])
+        assert_plan(p, claim=[("b", 59)], missed=[("a", 61)])
+
+    def test_exactly_the_window_is_not_missed(self) -> None:
+        c = cand("a", 60, catchup=60)
+        assert not is_past_catchup(c, NOW)
+        assert is_past_catchup(c, NOW + timedelta(microseconds=1))
+
+    def test_retries_are_never_missed(self) -> None:
+        p = plan([cand("a", 7200, attempt=1, catchup=60)])
+        assert_plan(p, claim=[("a", 7200)])
+
+    @pytest.mark.parametrize("trigger", [Trigger.MANUAL, Trigger.BACKFILL])
+    def test_triggered_runs_are_never_missed(self, trigger: Trigger) -> None:
+        p = plan([cand("a", 7200, trigger=trigger, catchup=60)])
+        assert_plan(p, claim=[("a", 7200)])
+
+    def test_missed_do_not_use_the_limit(self) -> None:
+        p = plan([cand("a", 7200), cand("b", 7100), cand("c", 10)], limit=1)
+        assert_plan(p, claim=[("c", 10)], missed=[("a", 7200), ("b", 7100)])
+
+    def test_missed_is_not_overlap(self) -> None:
+        # The missed one neither runs nor makes the job busy for the next one.
+        p = plan([cand("a", 7200), cand("a", 10)])
+        assert_plan(p, claim=[("a", 10)], missed=[("a", 7200)])
+
+    def test_missed_even_when_the_job_is_busy(self) -> None:
+        p = plan([cand("a", 7200, Overlap.BUFFER_ALL)], running={"a": [running_ref("a")]})
+        assert_plan(p, missed=[("a", 7200)])
+
+
+class TestSkip:
+    def test_busy_job_is_skipped(self) -> None:
+        p = plan([cand("a", 10), cand("b", 10)], running={"a": [running_ref("a")]})
+        assert_plan(p, claim=[("b", 10)], skipped=[("a", 10)])
+
+    def test_one_per_job_within_a_batch(self) -> None:
+        p = plan([cand("a", 30), cand("a", 20), cand("a", 10)])
+        assert_plan(p, claim=[("a", 30)], skipped=[("a", 20), ("a", 10)])
+
+    def test_left_waiting_when_the_batch_is_full(self) -> None:
+        p = plan([cand("b", 40), cand("a", 30), cand("a", 20)], limit=1)
+        assert_plan(p, claim=[("b", 40)])
+
+
+class TestBufferOne:
+    def test_busy_job_keeps_one_and_skips_the_rest(self) -> None:
+        p = plan([cand("a", 30, Overlap.BUFFER_ONE), cand("a", 20, Overlap.BUFFER_ONE),
+                  cand("a", 10, Overlap.BUFFER_ONE)], running={"a": [running_ref("a")]})
+        assert_plan(p, skipped=[("a", 20), ("a", 10)])
+
+    def test_idle_job_runs_one_and_buffers_one(self) -> None:
+        p = plan([cand("a", 30, Overlap.BUFFER_ONE), cand("a", 20, Overlap.BUFFER_ONE),
+                  cand("a", 10, Overlap.BUFFER_ONE)])
+        assert_plan(p, claim=[("a", 30)], skipped=[("a", 10)])
+
+    def test_buffers_are_per_job(self) -> None:
+        p = plan([cand("a", 20, Overlap.BUFFER_ONE), cand("b", 20, Overlap.BUFFER_ONE),
+                  cand("a", 10, Overlap.BUFFER_ONE), cand("b", 10, Overlap.BUFFER_ONE)],
+                 running={"a": [running_ref("a")], "b": [running_ref("b")]})
+        assert_plan(p, skipped=[("a", 10), ("b", 10)])
+
+
+class TestBufferAll:
+    def test_busy_job_waits_without_skipping(self) -> None:
+        p = plan([cand("a", 20, Overlap.BUFFER_ALL), cand("a", 10, Overlap.BUFFER_ALL)],
+                 running={"a": [running_ref("a")]})
+        assert_plan(p)
+
+    def test_idle_job_runs_one_at_a_time(self) -> None:
+        p = plan([cand("a", 30, Overlap.BUFFER_ALL), cand("a", 20, Overlap.BUFFER_ALL),
+                  cand("b", 10, Overlap.BUFFER_ALL)])
+        assert_plan(p, claim=[("a", 30), ("b", 10)])
+
+
+class TestCancelPrevious:
+    def test_busy_job_cancels_the_running_one(self) -> None:
+        refs = [running_ref("a", 600), running_ref("a", 300, attempt=2)]
+        p = plan([cand("a", 10, Overlap.CANCEL_PREVIOUS)], running={"a": refs})
+        assert_plan(p, claim=[("a", 10)], cancel_running=refs)
+
+    def test_latest_wins_within_a_batch(self) -> None:
+        # Candidates come by priority then due time; the latest scheduled wins wherever it is.
+        p = plan([cand("a", 20, Overlap.CANCEL_PREVIOUS), cand("a", 5, Overlap.CANCEL_PREVIOUS),
+                  cand("a", 30, Overlap.CANCEL_PREVIOUS)])
+        assert_plan(p, claim=[("a", 5)], superseded=[("a", 20), ("a", 30)])
+
+    def test_latest_wins_and_cancels_running(self) -> None:
+        ref = running_ref("a")
+        p = plan([cand("a", 20, Overlap.CANCEL_PREVIOUS), cand("a", 10, Overlap.CANCEL_PREVIOUS),
+                  cand("b", 10)], running={"a": [ref]})
+        assert_plan(p, claim=[("a", 10), ("b", 10)], superseded=[("a", 20)],
+                    cancel_running=[ref])
+
+    def test_missed_ones_do_not_win(self) -> None:
+        p = plan([cand("a", 7200, Overlap.CANCEL_PREVIOUS, catchup=60),
+                  cand("a", 10, Overlap.CANCEL_PREVIOUS, catchup=60)])
+        assert_plan(p, claim=[("a", 10)], missed=[("a", 7200)])
+
+    def test_full_batch_leaves_the_running_one_alone(self) -> None:
+        ref = running_ref("a")
+        p = plan([cand("b", 30), cand("a", 10, Overlap.CANCEL_PREVIOUS)], running={"a": [ref]},
+                 limit=1)
+        assert_plan(p, claim=[("b", 30)])
+
+    def test_running_given_as_iterators(self) -> None:
+        ref = running_ref("a")
+        p = plan([cand("a", 10, Overlap.CANCEL_PREVIOUS)], running={"a": iter([ref])})
+        assert_plan(p, claim=[("a", 10)], cancel_running=[ref])
+
+
+class TestAllowAll:
+    def test_busy_job_runs_anyway(self) -> None:
+        p = plan([cand("a", 20, Overlap.ALLOW_ALL), cand("a", 10, Overlap.ALLOW_ALL)],
+                 running={"a": [running_ref("a")]})
+        assert_plan(p, claim=[("a", 20), ("a", 10)])
+
+    def test_limit_still_applies(self) -> None:
+        p = plan([cand("a", 30, Overlap.ALLOW_ALL), cand("a", 20, Overlap.ALLOW_ALL),
+                  cand("a", 10, Overlap.ALLOW_ALL)], limit=2)
+        assert_plan(p, claim=[("a", 30), ("a", 20)])
+
+
+def test_policies_mix_across_jobs() -> None:
+    running = {job: [running_ref(job)] for job in ("skip", "one", "all", "cancel", "allow")}
+    p = plan([
+        cand("skip", 10, Overlap.SKIP),
+        cand("one", 20, Overlap.BUFFER_ONE), cand("one", 10, Overlap.BUFFER_ONE),
+        cand("all", 10, Overlap.BUFFER_ALL),
+        cand("cancel", 10, Overlap.CANCEL_PREVIOUS),
+        cand("allow", 10, Overlap.ALLOW_ALL),
+        cand("idle", 10, Overlap.SKIP),
+        cand("old", 7200, Overlap.ALLOW_ALL),
+    ], running=running)
+    assert_plan(p, claim=[("cancel", 10), ("allow", 10), ("idle", 10)],
+                missed=[("old", 7200)], skipped=[("skip", 10), ("one", 10)],
+                cancel_running=running["cancel"])
