@@ -7,6 +7,8 @@ holds outside resources (a child process) must release them on cancellation.
 
 from __future__ import annotations
 
+import codecs
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -21,6 +23,7 @@ class ExecutorSettings:
     shell_allowed_executables: tuple[str, ...] = ()  # names or absolute paths
     output_limit_bytes: int = 64 * 1024  # captured output and bodies are cut here
     http_user_agent: str = "tickwork"
+    http_max_connections: int = 1000  # open connections one http executor keeps, all hosts together
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +46,39 @@ class Executor(Protocol):
     kind: str
 
     async def execute(self, ctx: ExecutionContext) -> Outcome: ...
+
+    async def close(self) -> None:
+        """Release what the executor holds (connection pools); called once, at shutdown."""
+        ...
+
+
+TRUNCATED = "\n[truncated]"
+ERROR_LIMIT_BYTES = 4 * 1024  # error messages are cut here (or at output_limit_bytes if smaller)
+
+
+def cap_text(data: bytes | str, limit: int) -> str:
+    """``data`` as text of at most ``limit`` UTF-8 bytes; a cut one ends with ``[truncated]``.
+
+    Undecodable bytes become U+FFFD; a character split by the cut is dropped.
+    """
+    raw = data.encode("utf-8", "replace") if isinstance(data, str) else data
+    text = raw.decode("utf-8", "replace")
+    if len(raw) <= limit and len(text.encode()) <= limit:
+        return text
+    marker = TRUNCATED if limit > 2 * len(TRUNCATED) else ""
+    keep = limit - len(marker)
+    head = codecs.getincrementaldecoder("utf-8")("replace").decode(raw[:keep], final=False)
+    while len(head.encode()) > keep:  # U+FFFD takes three bytes where the bad byte took one
+        head = head[:-1]
+    return head + marker
+
+
+def json_problem(value: object) -> str | None:
+    """Why ``value`` is not plain JSON, or None if it is."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError as exc:  # NaN, Infinity, a circular reference
+        return "NaN and Infinity are not JSON" if "float" in str(exc) else str(exc)
+    except TypeError as exc:  # an object json cannot encode
+        return str(exc)
+    return None

@@ -1,0 +1,233 @@
+"""The ``python`` kind: call an allowlisted function with JSON arguments.
+
+Payload: ``{"callable": "package.module:function", "args": [...], "kwargs": {...}}``. The module
+must sit under one of ``ExecutorSettings.python_allowed_modules``; arguments are JSON values, never
+pickles. A function with a parameter named ``ctx`` receives the ExecutionContext. Async functions
+are awaited on the worker's loop, sync ones run in a thread so the loop never blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib
+import inspect
+import json
+import re
+import sys
+import traceback
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from tickwork.errors import Cancel, Fail, Outcome, Success, ValidationError
+from tickwork.executors.base import (
+    ERROR_LIMIT_BYTES,
+    ExecutionContext,
+    ExecutorSettings,
+    cap_text,
+    json_problem,
+)
+
+KIND = "python"
+FIELDS = ("callable", "args", "kwargs")
+TRACEBACK_FRAMES = 3  # how many of the innermost frames an error keeps
+
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+_CALLABLE = re.compile(rf"({_DOTTED}):({_DOTTED})")
+
+
+def validate_payload(payload: object) -> dict[str, Any]:
+    """The normalised payload, or ValidationError naming the field."""
+    if not isinstance(payload, dict):
+        raise ValidationError("payload", "must be a JSON object")
+    for key in payload:
+        if key not in FIELDS:
+            raise ValidationError(
+                f"payload.{key}", f"unknown field; expected one of {', '.join(FIELDS)}"
+            )
+    target = payload.get("callable")
+    if not isinstance(target, str) or not target:
+        raise ValidationError("payload.callable", "is required: 'package.module:function'")
+    if _CALLABLE.fullmatch(target) is None:
+        raise ValidationError(
+            "payload.callable",
+            f"{target[:200]!r} is not 'package.module:function' (dotted names around one colon)",
+        )
+    args = payload.get("args", [])
+    if not isinstance(args, list):
+        raise ValidationError("payload.args", "must be a JSON array")
+    _require_json("payload.args", args)
+    kwargs = payload.get("kwargs", {})
+    if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+        raise ValidationError("payload.kwargs", "must be a JSON object")
+    if "ctx" in kwargs:
+        raise ValidationError("payload.kwargs.ctx", "is reserved for the execution context")
+    _require_json("payload.kwargs", kwargs)
+    return {"callable": target, "args": list(args), "kwargs": dict(kwargs)}
+
+
+def _require_json(field: str, value: object) -> None:
+    problem = json_problem(value)
+    if problem is not None:
+        raise ValidationError(field, f"must hold JSON values only ({problem})")
+
+
+def module_allowed(module: str, allowed: tuple[str, ...]) -> bool:
+    """True if ``module`` is one of ``allowed`` or inside one, compared by dotted components."""
+    for entry in allowed:
+        prefix = entry.strip(".")
+        if prefix and (module == prefix or module.startswith(prefix + ".")):
+            return True
+    return False
+
+
+class PythonExecutor:
+    """Runs ``python`` jobs in the worker's process."""
+
+    kind = KIND
+
+    def __init__(self, settings: ExecutorSettings) -> None:
+        self._settings = settings
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+    async def execute(self, ctx: ExecutionContext) -> Outcome:
+        call = await self._prepare(ctx)
+        if isinstance(call, Fail):
+            return call
+        func, args, kwargs = call
+        try:
+            result = await _call(func, args, kwargs)
+        except (Fail, Cancel) as outcome:
+            return self._capped(outcome)
+        except (Exception, SystemExit) as exc:  # a job's sys.exit() must not stop the worker
+            return Fail(_describe(exc, self._error_limit()), retriable=True)
+        if isinstance(result, Success | Fail | Cancel):
+            return self._capped(result)
+        return Success(output=self._render(result))
+
+    async def _prepare(
+        self, ctx: ExecutionContext
+    ) -> tuple[Callable[..., Any], list[Any], dict[str, Any]] | Fail:
+        """The callable and its arguments, or a fatal Fail saying why it cannot run."""
+        try:
+            payload = validate_payload(ctx.payload)
+        except ValidationError as exc:
+            return Fail(str(exc), retriable=False)
+        module_name, _, attr_path = payload["callable"].partition(":")
+        if not module_allowed(module_name, self._settings.python_allowed_modules):
+            return Fail(
+                f"module {module_name!r} is not allowed; add it (or a parent package) to "
+                "python_allowed_modules",
+                retriable=False,
+            )
+        func = await _resolve(module_name, attr_path)
+        if isinstance(func, Fail):
+            return func
+        args, kwargs = payload["args"], payload["kwargs"]
+        if _takes_ctx(func):
+            kwargs = {**kwargs, "ctx": ctx}
+        problem = _bind_problem(func, args, kwargs)
+        if problem is not None:
+            return Fail(f"arguments do not match {payload['callable']}: {problem}", retriable=False)
+        return func, args, kwargs
+
+    def _error_limit(self) -> int:
+        return min(ERROR_LIMIT_BYTES, self._settings.output_limit_bytes)
+
+    def _render(self, value: object) -> str | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            text = value
+        else:
+            try:
+                text = json.dumps(value)
+            except (TypeError, ValueError):
+                text = repr(value)
+        return cap_text(text, self._settings.output_limit_bytes)
+
+    def _capped(self, outcome: Outcome) -> Outcome:
+        limit = self._settings.output_limit_bytes
+        if isinstance(outcome, Success):
+            return Success(None if outcome.output is None else cap_text(outcome.output, limit))
+        if isinstance(outcome, Fail):
+            output = None if outcome.output is None else cap_text(outcome.output, limit)
+            return dataclasses.replace(
+                outcome, error=cap_text(outcome.error, self._error_limit()), output=output
+            )
+        return Cancel(cap_text(outcome.reason, self._error_limit()))
+
+
+async def _resolve(module_name: str, attr_path: str) -> Callable[..., Any] | Fail:
+    """The callable at ``module:attr.path``, or a fatal Fail saying why not."""
+    module: ModuleType | None = sys.modules.get(module_name)
+    if module is None:
+        try:  # a first import runs module code: keep it off the loop
+            module = await asyncio.to_thread(importlib.import_module, module_name)
+        except Exception as exc:
+            return Fail(
+                f"cannot import {module_name!r}: {type(exc).__name__}: {exc}", retriable=False
+            )
+    target: object = module
+    for name in attr_path.split("."):
+        try:
+            target = getattr(target, name)
+        except AttributeError:
+            return Fail(f"{module_name}:{attr_path} does not exist", retriable=False)
+    if not callable(target):
+        return Fail(f"{module_name}:{attr_path} is not callable", retriable=False)
+    return target
+
+
+def _signature(func: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):  # some builtins have none
+        return None
+
+
+def _takes_ctx(func: Callable[..., Any]) -> bool:
+    sig = _signature(func)
+    if sig is None or "ctx" not in sig.parameters:
+        return False
+    kind = sig.parameters["ctx"].kind
+    return kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def _bind_problem(func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> str | None:
+    sig = _signature(func)
+    if sig is None:
+        return None
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        return str(exc)
+    return None
+
+
+def _is_async(func: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+        getattr(func, "__call__", None)  # noqa: B004  (an object with an async __call__)
+    )
+
+
+async def _call(func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> object:
+    if _is_async(func):
+        result = func(*args, **kwargs)
+    else:
+        # A thread cannot be stopped: on cancellation the worker moves on and the call runs out.
+        result = await asyncio.to_thread(func, *args, **kwargs)
+    if inspect.isawaitable(result):  # async functions, and sync ones returning a coroutine
+        result = await result
+    return result
+
+
+def _describe(exc: BaseException, limit: int) -> str:
+    """``Type: message`` and the innermost few traceback lines."""
+    head = f"{type(exc).__name__}: {exc}"
+    frames = traceback.extract_tb(exc.__traceback__)[-TRACEBACK_FRAMES:]
+    lines = "".join(traceback.format_list(frames)).rstrip()
+    return cap_text(f"{head}\n{lines}" if lines else head, limit)
