@@ -1,0 +1,423 @@
+"""One settings object (STYLE habit 8): from CLI flags, TICKWORK_* variables, a TOML file.
+
+``load_settings`` reads the sources by precedence: flags over the environment over the TOML file
+over the defaults. Each value is checked where it is read, so an error says where it came from;
+``Settings.validate`` then checks bounds and the rules that span fields. A typo is an error.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from tickwork.document import QUEUE_NAME, QUEUE_NAME_RULE
+from tickwork.errors import ConfigError, ValidationError
+from tickwork.executors.base import ExecutorSettings
+from tickwork.schedules import parse_duration
+
+CONFIG_FILE = "tickwork.toml"
+CONFIG_ENV = "TICKWORK_CONFIG"
+DEFAULT_CONCURRENCY = 16
+MAX_CONCURRENCY = 10_000
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+# TICKWORK_* variables that are not settings: the config path, the variables a shell job gets
+# (a job may itself run the tickwork CLI), and the test suite's own.
+NOT_SETTINGS = frozenset({
+    CONFIG_ENV, "TICKWORK_IDEMPOTENCY_KEY", "TICKWORK_ATTEMPT", "TICKWORK_SCHEDULED_AT",
+    "TICKWORK_DEADLINE", "TICKWORK_JOB_ID", "TICKWORK_JOB_NAME",
+})
+NOT_SETTINGS_PREFIXES = ("TICKWORK_TEST_",)
+
+_Kind = Literal["str", "optional_str", "int", "seconds", "bool", "queues", "str_list"]
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a tickwork process is configured with; see docs/configuration.md."""
+
+    database: str = "sqlite:///tickwork.db"  # sqlite:///path | postgresql://...
+    redis: str | None = None
+    queues: tuple[tuple[str, int], ...] = (("default", DEFAULT_CONCURRENCY),)
+    host: str = "127.0.0.1"
+    port: int = 8000
+    worker_id: str | None = None
+    planner_horizon_seconds: float = 5.0
+    planner_interval_seconds: float = 1.0
+    poll_interval_seconds: float = 1.0  # longest a worker sleeps before looking again
+    lease_seconds: float = 30.0
+    heartbeat_seconds: float = 10.0
+    shutdown_grace_seconds: float = 30.0
+    rescue_interval_seconds: float = 5.0
+    log_level: str = "info"
+    executors: ExecutorSettings = field(default_factory=ExecutorSettings)
+    demo: bool = False
+
+    def validate(self) -> None:
+        """Raise ConfigError for the first value out of bounds or in conflict with another."""
+        _check_database(self.database)
+        if self.redis is not None:
+            _check_url("redis", self.redis, ("redis", "rediss", "unix"))
+        _check_queues(self.queues)
+        if not self.host:
+            raise ConfigError("host", "must not be empty")
+        if not 0 <= self.port <= 65535:
+            raise ConfigError("port", f"must be from 0 to 65535 (got {self.port})")
+        if self.worker_id is not None and not self.worker_id.strip():
+            raise ConfigError("worker_id", "must not be empty")
+        for name in _SECONDS:
+            value = getattr(self, name)
+            if name == "shutdown_grace_seconds":
+                ok, bound = value >= 0, "at least 0"
+            else:
+                ok, bound = value > 0, "greater than 0"
+            if not (ok and math.isfinite(value)):
+                raise ConfigError(name, f"must be a finite number {bound} (got {_fmt(value)})")
+        _check_less("heartbeat_seconds", self.heartbeat_seconds,
+                    "lease_seconds", self.lease_seconds, strict=True)
+        _check_less("planner_interval_seconds", self.planner_interval_seconds,
+                    "planner_horizon_seconds", self.planner_horizon_seconds, strict=False)
+        if self.log_level not in LOG_LEVELS:
+            raise ConfigError(
+                "log_level", f"must be one of {', '.join(LOG_LEVELS)} (got {self.log_level!r})"
+            )
+        _check_executors(self.executors)
+
+
+def parse_queues(value: str) -> tuple[tuple[str, int], ...]:
+    """``"default:16,mail:4"`` as ``(("default", 16), ("mail", 4))``; a bare name gets 16."""
+    if not value.strip():
+        raise ConfigError("queues", "must name at least one queue, e.g. 'default:16,mail:4'")
+    queues: list[tuple[str, int]] = []
+    for item in value.split(","):
+        name, colon, count = (part.strip() for part in item.partition(":"))
+        if not name:
+            raise ConfigError("queues", f"has an entry with no queue name in {value!r}")
+        if not colon:
+            queues.append((name, DEFAULT_CONCURRENCY))
+        elif re.fullmatch(r"[0-9]+", count):
+            queues.append((name, int(count)))
+        else:
+            raise ConfigError(
+                "queues", f"concurrency of {name!r} must be a whole number (got {count!r})"
+            )
+    result = tuple(queues)
+    _check_queues(result)
+    return result
+
+
+def load_settings(
+    *,
+    flags: Mapping[str, object] | None = None,
+    env: Mapping[str, str] | None = None,
+    toml_path: str | None = None,
+) -> Settings:
+    """Settings from flags (non-None values), then TICKWORK_* variables, then TOML, then defaults.
+
+    Without ``toml_path`` the file is ``$TICKWORK_CONFIG`` if set, else ``./tickwork.toml`` if
+    it exists. ``env`` defaults to ``os.environ``. The result has passed ``validate()``.
+    """
+    environ = os.environ if env is None else env
+    top: dict[str, Any] = {}
+    executors: dict[str, Any] = {}
+    path = _config_path(toml_path, environ)
+    if path is not None:
+        _read_toml(path, top, executors)
+    _read_env(environ, top, executors)
+    _read_flags(flags or {}, top, executors)
+    if "log_level" in top:
+        top["log_level"] = top["log_level"].lower()
+    settings = Settings(**top, executors=replace(ExecutorSettings(), **executors))
+    settings.validate()
+    return settings
+
+
+# --- where the values come from -------------------------------------------------------------
+
+_SETTING_KINDS: dict[str, _Kind] = {
+    "database": "str",
+    "redis": "optional_str",
+    "queues": "queues",
+    "host": "str",
+    "port": "int",
+    "worker_id": "optional_str",
+    "planner_horizon_seconds": "seconds",
+    "planner_interval_seconds": "seconds",
+    "poll_interval_seconds": "seconds",
+    "lease_seconds": "seconds",
+    "heartbeat_seconds": "seconds",
+    "shutdown_grace_seconds": "seconds",
+    "rescue_interval_seconds": "seconds",
+    "log_level": "str",
+    "demo": "bool",
+}
+_SECONDS = tuple(name for name, kind in _SETTING_KINDS.items() if kind == "seconds")
+
+
+def _kind_of(default: object) -> _Kind:
+    """The kind of an executor setting, from its default value."""
+    if isinstance(default, bool):
+        return "bool"
+    if isinstance(default, int):
+        return "int"
+    if isinstance(default, float):
+        return "seconds"
+    if isinstance(default, tuple):
+        return "str_list"
+    return "str"
+
+
+_EXECUTOR_KINDS: dict[str, _Kind] = {
+    f.name: _kind_of(getattr(ExecutorSettings(), f.name)) for f in fields(ExecutorSettings)
+}
+# Environment variable -> (section, setting); section "" is Settings, "executors" the rest.
+ENV_VARS: dict[str, tuple[str, str]] = {
+    "TICKWORK_DATABASE_URL": ("", "database"),
+    "TICKWORK_REDIS_URL": ("", "redis"),
+    **{f"TICKWORK_{name.upper()}": ("", name) for name in _SETTING_KINDS
+       if name not in ("database", "redis")},
+    **{f"TICKWORK_{name.upper()}": ("executors", name) for name in _EXECUTOR_KINDS},
+}
+
+
+def _config_path(toml_path: str | None, environ: Mapping[str, str]) -> str | None:
+    chosen = toml_path or environ.get(CONFIG_ENV) or None
+    if chosen is None:
+        return CONFIG_FILE if Path(CONFIG_FILE).is_file() else None
+    if not Path(chosen).is_file():
+        source = "" if toml_path else f" (from {CONFIG_ENV})"
+        raise ConfigError("config", f"config file {chosen!r} does not exist{source}")
+    return chosen
+
+
+def _read_toml(path: str, top: dict[str, Any], executors: dict[str, Any]) -> None:
+    try:
+        with open(path, "rb") as file:
+            data = tomllib.load(file)
+    except OSError as exc:
+        raise ConfigError("config", f"cannot read {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("config", f"{path} is not valid TOML: {exc}") from None
+    where = f"in {path}"
+    for key, value in data.items():
+        if key == "executors" and isinstance(value, dict):
+            for name, item in value.items():
+                kind = _EXECUTOR_KINDS.get(name)
+                if kind is None:
+                    hint = _suggest(name, _EXECUTOR_KINDS)
+                    raise ConfigError(
+                        "executors", f"unknown setting {name!r} in [executors] of {path}{hint}"
+                    )
+                executors[name] = _coerce(item, kind, f"executors.{name}", where, text=False)
+        elif key == "executors":
+            raise ConfigError("executors", f"must be an [executors] table ({where})")
+        elif key in _SETTING_KINDS:
+            top[key] = _coerce(value, _SETTING_KINDS[key], key, where, text=False)
+        elif key in _EXECUTOR_KINDS:
+            raise ConfigError("", f"setting {key!r} in {path} belongs in its [executors] table")
+        else:
+            hint = _suggest(key, _SETTING_KINDS)
+            raise ConfigError("", f"unknown setting {key!r} in {path}{hint}")
+
+
+def _read_env(environ: Mapping[str, str], top: dict[str, Any], executors: dict[str, Any]) -> None:
+    for var, raw in environ.items():
+        if not var.startswith("TICKWORK_") or var in NOT_SETTINGS:
+            continue
+        if var.startswith(NOT_SETTINGS_PREFIXES):  # the test suite's own
+            continue
+        target = ENV_VARS.get(var)
+        if target is None:
+            # Compare without the shared prefix, or every name looks close to every other.
+            prefix = len("TICKWORK_")
+            close = difflib.get_close_matches(var[prefix:], [v[prefix:] for v in ENV_VARS], n=1)
+            hint = f" (did you mean TICKWORK_{close[0]}?)" if close else ""
+            raise ConfigError("", f"unknown environment variable {var}{hint}")
+        section, name = target
+        if section:
+            executors[name] = _coerce(raw, _EXECUTOR_KINDS[name], f"executors.{name}",
+                                      f"from {var}", text=True)
+        else:
+            top[name] = _coerce(raw, _SETTING_KINDS[name], name, f"from {var}", text=True)
+
+
+def _read_flags(flags: Mapping[str, object], top: dict[str, Any],
+                executors: dict[str, Any]) -> None:
+    for name, value in flags.items():
+        if value is None:
+            continue
+        where = f"from --{name.replace('_', '-')}"
+        text = isinstance(value, str)
+        if name in _SETTING_KINDS:
+            top[name] = _coerce(value, _SETTING_KINDS[name], name, where, text=text)
+        elif name in _EXECUTOR_KINDS:
+            executors[name] = _coerce(value, _EXECUTOR_KINDS[name], f"executors.{name}", where,
+                                      text=text)
+        else:
+            hint = _suggest(name, [*_SETTING_KINDS, *_EXECUTOR_KINDS])
+            raise ConfigError("", f"unknown setting {name!r} in flags{hint}")
+
+
+def _coerce(value: object, kind: _Kind, name: str, where: str, *, text: bool) -> object:
+    """One value of one kind. ``text``: it came as a string (env, CLI) and may be parsed."""
+    return _COERCERS[kind](value, name, where, text)
+
+
+def _coerce_str(value: object, name: str, where: str, text: bool) -> str:
+    if not isinstance(value, str):
+        raise _bad(name, "must be a string", value, where)
+    return value
+
+
+def _coerce_optional_str(value: object, name: str, where: str, text: bool) -> str | None:
+    return _coerce_str(value, name, where, text) or None  # "" unsets
+
+
+def _coerce_bool(value: object, name: str, where: str, text: bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    word = value.strip().lower() if isinstance(value, str) and text else None
+    if word not in (*_TRUE, *_FALSE):
+        raise _bad(name, "must be true or false", value, where)
+    return word in _TRUE
+
+
+def _coerce_int(value: object, name: str, where: str, text: bool) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and text and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
+        return int(value)
+    raise _bad(name, "must be an integer", value, where)
+
+
+def _coerce_str_list(value: object, name: str, where: str, text: bool) -> tuple[str, ...]:
+    """A list of strings, or from text one comma-separated string."""
+    if isinstance(value, str) and text:
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    raise _bad(name, "must be a list of strings", value, where)
+
+
+def _coerce_seconds(value: object, name: str, where: str, text: bool) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return parse_duration(value.strip(), name)
+        except ValidationError as exc:
+            raise ConfigError(name, f"{exc.reason} ({where})") from None
+    raise _bad(name, "must be a number of seconds or a duration such as '30s'", value, where)
+
+
+def _coerce_queues(value: object, name: str, where: str, text: bool) -> tuple[tuple[str, int], ...]:
+    """``"default:16,mail:4"``, a list of such strings, or a table of name = concurrency."""
+    try:
+        if isinstance(value, str):
+            return parse_queues(value)
+        if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
+            return parse_queues(",".join(value))
+        if isinstance(value, list | tuple) and all(
+            isinstance(item, tuple) and len(item) == 2 for item in value
+        ):
+            _check_queues(tuple(value))
+            return tuple(value)
+        if isinstance(value, Mapping):
+            queues = tuple((str(name), count) for name, count in value.items())
+            _check_queues(queues)
+            return queues
+    except ConfigError as exc:
+        raise ConfigError("queues", f"{exc.reason} ({where})") from None
+    raise _bad("queues", "must be a string such as 'default:16,mail:4' or a table", value, where)
+
+
+def _bad(name: str, rule: str, value: object, where: str) -> ConfigError:
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+    return ConfigError(name, f"{rule} (got {shown} {where})")
+
+
+_COERCERS: dict[_Kind, Callable[[object, str, str, bool], object]] = {
+    "str": _coerce_str,
+    "optional_str": _coerce_optional_str,
+    "int": _coerce_int,
+    "seconds": _coerce_seconds,
+    "bool": _coerce_bool,
+    "queues": _coerce_queues,
+    "str_list": _coerce_str_list,
+}
+
+
+def _suggest(name: str, known: Mapping[str, object] | list[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# --- checks ---------------------------------------------------------------------------------
+
+
+def _check_url(name: str, value: str, schemes: tuple[str, ...]) -> None:
+    scheme, sep, _ = value.partition("://")
+    if not sep or scheme.lower() not in schemes:
+        # Only the scheme is echoed: the rest of a URL may hold a password.
+        got = f"a {scheme!r} URL" if sep else "no scheme"
+        examples = {"database": "sqlite:///PATH or postgresql://...", "redis": "redis://..."}
+        raise ConfigError(name, f"must be {examples[name]} (got {got})")
+
+
+def _check_database(url: str) -> None:
+    _check_url("database", url, ("sqlite", "postgresql", "postgres"))
+    if not url.lower().startswith("sqlite:") or url == "sqlite://:memory:":
+        return
+    if not url.startswith("sqlite:///") or url == "sqlite:///":
+        raise ConfigError("database", "must be sqlite:///PATH, with three slashes and a path")
+
+
+def _check_queues(queues: tuple[tuple[str, Any], ...]) -> None:
+    if not queues:
+        raise ConfigError("queues", "must name at least one queue, e.g. 'default:16,mail:4'")
+    seen: set[str] = set()
+    for name, concurrency in queues:
+        if not isinstance(name, str) or not QUEUE_NAME.fullmatch(name):
+            raise ConfigError("queues", f"queue name {name!r} {QUEUE_NAME_RULE}")
+        if name in seen:
+            raise ConfigError("queues", f"lists {name!r} twice")
+        seen.add(name)
+        if (not isinstance(concurrency, int) or isinstance(concurrency, bool)
+                or not 1 <= concurrency <= MAX_CONCURRENCY):
+            raise ConfigError(
+                "queues",
+                f"concurrency of {name!r} must be from 1 to {MAX_CONCURRENCY}"
+                f" (got {concurrency!r})",
+            )
+
+
+def _check_less(name: str, value: float, other: str, bound: float, *, strict: bool) -> None:
+    if value < bound or (value == bound and not strict):
+        return
+    relation = "less than" if strict else "at most"
+    raise ConfigError(name, f"must be {relation} {other} (got {_fmt(value)}; {other} is "
+                            f"{_fmt(bound)})")
+
+
+def _check_executors(executors: ExecutorSettings) -> None:
+    for f in fields(executors):
+        value = getattr(executors, f.name)
+        if _EXECUTOR_KINDS[f.name] == "int" and value < 1:
+            raise ConfigError(f"executors.{f.name}", f"must be at least 1 (got {value})")
+    if executors.shell_enabled and not executors.shell_allowed_executables:
+        raise ConfigError(
+            "executors.shell_allowed_executables",
+            "must name at least one executable when executors.shell_enabled is true",
+        )
+
+
+def _fmt(seconds: float) -> str:
+    return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"
