@@ -1,0 +1,396 @@
+"""Cron expressions: parsing, and the next fire time in an IANA time zone (DESIGN G9).
+
+Pure code. Instants are integer POSIX seconds; a *wall* time is the same count of seconds
+for the local calendar reading (seconds since 1970-01-01 00:00 on the local clock).
+
+DST rule (Debian cron, cronie, cronsim): a fixed-time expression (second, minute and hour
+all specific: no ``*`` and no step) fires once per matching local time. A time skipped by DST
+fires at the first instant after the gap, a repeated time fires at its first instance. Every
+other expression fires at each real instant whose local time matches.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from tickwork.errors import ValidationError
+
+FIELD = "schedule.cron"
+DAY = 86_400
+EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+# Search horizon: an expression with no match within 8 years (e.g. `0 0 30 2 *`) never fires.
+# 8 * 366 days also covers Feb 29 across a skipped century leap year (2096 -> 2104).
+HORIZON = 8 * 366 * DAY
+# The wall seconds the search considers, keeping clear of datetime's year 1 and 9999 limits.
+MIN_WALL = (date(1, 1, 3).toordinal() - EPOCH_ORDINAL) * DAY
+MAX_WALL = (date(9999, 12, 30).toordinal() - EPOCH_ORDINAL) * DAY
+
+MONTH_NAMES = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN",
+               "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
+DAY_NAMES = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
+MONTH_WORDS = ("January", "February", "March", "April", "May", "June", "July",
+               "August", "September", "October", "November", "December")
+DAY_WORDS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
+
+ALIASES = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _FieldDef:
+    name: str
+    low: int
+    high: int
+    names: tuple[str, ...] = ()
+    name_base: int = 0  # the number of names[0]
+    question: bool = False  # accepts `?` as `*`
+
+
+SECOND = _FieldDef("second", 0, 59)
+MINUTE = _FieldDef("minute", 0, 59)
+HOUR = _FieldDef("hour", 0, 23)
+DOM = _FieldDef("day-of-month", 1, 31, question=True)
+MONTH = _FieldDef("month", 1, 12, MONTH_NAMES, 1)
+DOW = _FieldDef("day-of-week", 0, 7, DAY_NAMES, 0, question=True)
+
+
+def _error(reason: str) -> ValidationError:
+    return ValidationError(FIELD, reason)
+
+
+def _value(text: str, fd: _FieldDef) -> int:
+    """One number or name of a field, range-checked."""
+    if text.isascii() and text.isdigit():
+        value = int(text)
+        if not fd.low <= value <= fd.high:
+            raise _error(f"field '{fd.name}' value {value} is out of range {fd.low}-{fd.high}")
+        return value
+    if text.upper() in fd.names:
+        return fd.names.index(text.upper()) + fd.name_base
+    if text == "":
+        raise _error(f"field '{fd.name}' has an empty value")
+    kind = " or a name" if fd.names else ""
+    raise _error(f"field '{fd.name}' value '{text}' is not a number{kind} it accepts")
+
+
+def parse_field(text: str, fd: _FieldDef) -> frozenset[int]:
+    """The set of values one cron field selects (day-of-week 7 becomes 0, Sunday)."""
+    values: set[int] = set()
+    for item in text.split(","):
+        if item == "":
+            raise _error(f"field '{fd.name}' has an empty list item in '{text}'")
+        base, slash, step_text = item.partition("/")
+        if base in ("*", "?"):
+            if base == "?" and not fd.question:
+                raise _error(f"field '{fd.name}' does not accept '?'")
+            low, high = fd.low, fd.high
+        elif "-" in base:
+            low_text, _, high_text = base.partition("-")
+            low, high = _value(low_text, fd), _value(high_text, fd)
+            if low > high:
+                raise _error(f"field '{fd.name}' range '{base}' starts after it ends")
+        else:
+            low = _value(base, fd)
+            high = fd.high if slash else low
+        step = 1
+        if slash:
+            span = fd.high - fd.low + 1
+            if not (step_text.isascii() and step_text.isdigit()) or not 1 <= int(step_text) <= span:
+                raise _error(f"field '{fd.name}' step '{step_text}' must be a whole number "
+                             f"from 1 to {span}")
+            step = int(step_text)
+        values.update(range(low, high + 1, step))
+    if fd is DOW and 7 in values:
+        values.discard(7)
+        values.add(0)
+    return frozenset(values)
+
+
+def _mask(values: frozenset[int]) -> int:
+    mask = 0
+    for v in values:
+        mask |= 1 << v
+    return mask
+
+
+def _is_star(text: str) -> bool:
+    return text.startswith(("*", "?"))
+
+
+def _is_specific(text: str) -> bool:
+    return "*" not in text and "/" not in text
+
+
+class CronExpr:
+    """A compiled cron expression evaluated in one time zone (None means UTC)."""
+
+    __slots__ = ("_dom_mask", "_dow_mask", "_hours", "_minutes", "_month_mask", "_seconds",
+                 "day_or", "fields", "fixed", "has_seconds", "text", "tz")
+
+    def __init__(self, text: str, tz: ZoneInfo | None) -> None:
+        self.text = text
+        self.tz = tz
+        expr = text.strip()
+        if expr.startswith("@"):
+            alias = expr.lower()
+            if alias not in ALIASES:
+                known = ", ".join(ALIASES)
+                raise _error(f"unknown alias '{expr}' (known: {known})")
+            expr = ALIASES[alias]
+        parts = expr.split()
+        if len(parts) not in (5, 6):
+            raise _error(f"expected 5 or 6 fields, got {len(parts)}")
+        self.has_seconds = len(parts) == 6
+        if not self.has_seconds:
+            parts.insert(0, "0")
+        self.fields = tuple(parts)
+        sec, minute, hour, dom, month, dow = parts
+        self._seconds = tuple(sorted(parse_field(sec, SECOND)))
+        self._minutes = tuple(sorted(parse_field(minute, MINUTE)))
+        self._hours = tuple(sorted(parse_field(hour, HOUR)))
+        self._dom_mask = _mask(parse_field(dom, DOM))
+        self._month_mask = _mask(parse_field(month, MONTH))
+        self._dow_mask = _mask(parse_field(dow, DOW))
+        # Vixie cron: both day fields restricted (neither starts with `*`) means OR.
+        self.day_or = not _is_star(dom) and not _is_star(dow)
+        self.fixed = _is_specific(sec) and _is_specific(minute) and _is_specific(hour)
+
+    # -- calendar search on wall seconds --------------------------------------------------
+
+    def _day_matches(self, d: date) -> bool:
+        dom = (self._dom_mask >> d.day) & 1
+        dow = (self._dow_mask >> (d.isoweekday() % 7)) & 1
+        return bool(dom | dow) if self.day_or else bool(dom & dow)
+
+    def _time_at_or_after(self, sod: int) -> int | None:
+        """The first matching second of the day at or after ``sod``, or None."""
+        hours, minutes, seconds = self._hours, self._minutes, self._seconds
+        h, rest = divmod(sod, 3600)
+        m, s = divmod(rest, 60)
+        i = bisect_left(hours, h)
+        if i == len(hours):
+            return None
+        if hours[i] == h:
+            j = bisect_left(minutes, m)
+            if j < len(minutes) and minutes[j] == m:
+                k = bisect_left(seconds, s)
+                if k < len(seconds):
+                    return h * 3600 + m * 60 + seconds[k]
+                j += 1
+            if j < len(minutes):
+                return h * 3600 + minutes[j] * 60 + seconds[0]
+            i += 1
+            if i == len(hours):
+                return None
+        return hours[i] * 3600 + minutes[0] * 60 + seconds[0]
+
+    def _next_month_start(self, d: date) -> int:
+        """Day number (since 1970) of the first day of the next selected month after d's."""
+        year, month = d.year, d.month
+        for _ in range(12):
+            month += 1
+            if month > 12:
+                year, month = year + 1, 1
+            if (self._month_mask >> month) & 1:
+                break
+        if year > 9999:
+            return MAX_WALL // DAY + 1
+        return date(year, month, 1).toordinal() - EPOCH_ORDINAL
+
+    def next_wall(self, start: int, stop: int) -> int | None:
+        """The first matching wall second in ``[start, stop)``, or None."""
+        stop = min(stop, MAX_WALL)
+        days, sod = divmod(start, DAY)
+        last_day = (stop - 1) // DAY
+        while days <= last_day:
+            d = date.fromordinal(EPOCH_ORDINAL + days)
+            if not (self._month_mask >> d.month) & 1:
+                days, sod = self._next_month_start(d), 0
+                continue
+            if self._day_matches(d):
+                t = self._time_at_or_after(sod)
+                if t is not None:
+                    wall = days * DAY + t
+                    return wall if wall < stop else None
+            days, sod = days + 1, 0
+        return None
+
+    # -- time zone -------------------------------------------------------------------------
+
+    def _offset_at(self, ts: int) -> tuple[int, int]:
+        """(UTC offset in seconds, fold) of the local reading of instant ``ts``."""
+        dt = datetime.fromtimestamp(ts, self.tz)
+        return _seconds(dt.utcoffset()), dt.fold
+
+    def _wall_offsets(self, wall: int) -> tuple[int, int]:
+        """The offsets zoneinfo gives a wall time with fold=0 and fold=1.
+
+        Equal: an ordinary time. First larger: a repeated time (two instants).
+        First smaller: a time in a DST gap (no instant).
+        """
+        days, sod = divmod(wall, DAY)
+        d = date.fromordinal(EPOCH_ORDINAL + days)
+        h, rest = divmod(sod, 3600)
+        m, s = divmod(rest, 60)
+        dt = datetime(d.year, d.month, d.day, h, m, s, tzinfo=self.tz)
+        return _seconds(dt.utcoffset()), _seconds(dt.replace(fold=1).utcoffset())
+
+    def _transition_after(self, low: int, high: int) -> int:
+        """The first instant in ``(low, high]`` whose offset differs from ``low``'s."""
+        base = self._offset_at(low)[0]
+        while high - low > 1:
+            mid = (low + high) // 2
+            if self._offset_at(mid)[0] == base:
+                low = mid
+            else:
+                high = mid
+        return high
+
+    def _resolve_fixed(self, wall: int) -> int:
+        """The one instant a fixed-time wall reading fires at (G9)."""
+        off0, off1 = self._wall_offsets(wall)
+        if off0 >= off1:
+            return wall - off0  # ordinary, or the first instance of a repeated time
+        return self._transition_after(wall - off1, wall - off0)  # skipped: end of the gap
+
+    def next_after(self, after: int) -> int | None:
+        """The first fire instant strictly after instant ``after`` (seconds), or None."""
+        after = max(after, MIN_WALL)
+        if after >= MAX_WALL:
+            return None
+        if self.tz is None:
+            return self.next_wall(after + 1, after + 1 + HORIZON)
+        if self.fixed:
+            return self._next_fixed(after)
+        return self._next_real(after)
+
+    def _next_fixed(self, after: int) -> int | None:
+        wall = after + self._offset_at(after)[0]
+        stop = wall + HORIZON
+        while (found := self.next_wall(wall + 1, stop)) is not None:
+            instant = self._resolve_fixed(found)
+            if instant > after:
+                return instant
+            wall = found  # a first instance already past (``after`` is in the repeat)
+        return None
+
+    def _next_real(self, after: int) -> int | None:
+        offset, fold = self._offset_at(after)
+        wall_after = after + offset
+        stop = wall_after + HORIZON
+        best: int | None = None
+        wall = wall_after + 1
+        while (found := self.next_wall(wall, stop)) is not None:
+            off0, off1 = self._wall_offsets(found)
+            if off0 < off1:  # in a gap: no instant has this reading; resume after the gap
+                gap_end = self._transition_after(found - off1, found - off0)
+                wall = gap_end + off1
+                continue
+            later = [i for i in {found - off0, found - off1} if i > after]
+            if later:
+                best = min(later)
+                break
+            wall = found + 1
+        if fold == 0:
+            # ``after`` in the first pass of a repeated hour: the readings up to now repeat.
+            second_offset = self._wall_offsets(wall_after)[1]
+            if second_offset < offset:
+                change = self._transition_after(after, after + offset - second_offset)
+                repeat = self.next_wall(change + second_offset, wall_after + 1)
+                if repeat is not None and (best is None or repeat - second_offset < best):
+                    best = repeat - second_offset
+        return best
+
+    # -- description -------------------------------------------------------------------------
+
+    def describe(self) -> str:
+        """Plain English, best effort: "at 03:00 every day", "every 15 minutes"."""
+        sec, minute, hour, dom, month, dow = self.fields
+        days = self._describe_days(dom, dow)
+        month_values = sorted(parse_field(month, MONTH))
+        months = "" if _is_star(month) else "in " + _join_values(month_values, MONTH_WORDS, 1)
+        if dom.isdigit() and _is_star(dow) and len(month_values) == 1:  # "on January 1"
+            days, months = f"on {MONTH_WORDS[month_values[0] - 1]} {int(dom)}", ""
+        times = [(h, m, s) for h in self._hours for m in self._minutes for s in self._seconds]
+        if self.fixed and len(times) <= 6:
+            clock = _join([_clock(*t) for t in times])
+            when = f"at {clock}" + ("" if days or months else " every day")
+        else:
+            when = self._describe_times(sec, minute, hour)
+        return " ".join(part for part in (when, days, months) if part)
+
+    def _describe_times(self, sec: str, minute: str, hour: str) -> str:
+        units = (("second", sec, self._seconds), ("minute", minute, self._minutes),
+                 ("hour", hour, self._hours))
+        finest = next((i for i, (_, _, vals) in enumerate(units) if len(vals) > 1), 2)
+        unit, text, values = units[finest]
+        if text == "*":
+            phrase = f"every {unit}"
+        elif text.startswith("*/") and text[2:].isdigit():
+            step = int(text[2:])
+            phrase = f"every {unit}" if step == 1 else f"every {step} {unit}s"
+        else:
+            phrase = f"at {unit}s {_join_values(list(values))}" if len(values) > 1 \
+                else f"at {unit} {values[0]}"
+            if all(u[1] == "*" for u in units[finest + 1:]):
+                phrase += f" of every {units[finest + 1][0]}" if finest < 2 else ""
+        below = [(name, vals[0]) for name, _, vals in units[:finest] if vals[0] != 0]
+        if below:
+            phrase += " at " + " ".join(f"{name} {value}" for name, value in below)
+        above = [f"{name}s {_join_values(list(vals))}" if len(vals) > 1 else f"{name} {vals[0]}"
+                 for name, text, vals in units[finest + 1:] if text != "*"]
+        return ", ".join([phrase, *above])
+
+    def _describe_days(self, dom: str, dow: str) -> str:
+        parts = []
+        if not _is_star(dom):
+            values = [d for d in range(1, 32) if (self._dom_mask >> d) & 1]
+            parts.append(f"on day{'s' if len(values) > 1 else ''} {_join_values(values)} "
+                         "of the month")
+        if not _is_star(dow):
+            values = [d for d in range(7) if (self._dow_mask >> d) & 1]
+            parts.append("on " + _join_values(values, DAY_WORDS))
+        return " or ".join(parts)
+
+
+def _seconds(offset: timedelta | None) -> int:
+    return 0 if offset is None else offset.days * DAY + offset.seconds
+
+
+def _clock(h: int, m: int, s: int) -> str:
+    return f"{h:02d}:{m:02d}" + (f":{s:02d}" if s else "")
+
+
+def _join(items: list[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _join_values(values: list[int], words: tuple[str, ...] = (), base: int = 0) -> str:
+    """``[1, 2, 3, 4, 9]`` -> "1 through 4 and 9", with names when ``words`` are given."""
+    def word(v: int) -> str:
+        return words[v - base] if words else str(v)
+
+    runs: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        if j - i >= 2:
+            runs.append(f"{word(values[i])} through {word(values[j])}")
+        else:
+            runs.extend(word(v) for v in values[i:j + 1])
+        i = j + 1
+    return _join(runs)
