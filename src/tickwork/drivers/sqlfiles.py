@@ -38,3 +38,12 @@ def load_migrations(package: str, folder: str = "migrations") -> list[tuple[int,
         number, _, name = stem.partition("_")
         found.append((int(number), name, entry.read_text(encoding="utf-8")))
     return sorted(found)
+
+
+def split_statements(sql: str) -> list[str]:
+    """The statements of a migration file, split on ``;`` (no procedural bodies allowed)."""
+    return [s.strip() for s in sql.split(";") if s.strip() and not _only_comments(s)]
+
+
+def _only_comments(sql: str) -> bool:
+    return all(not line.strip() or line.strip().startswith("--") for line in sql.splitlines())

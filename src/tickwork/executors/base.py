@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from tickwork.errors import Outcome
+from tickwork.errors import Outcome, ValidationError
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +50,18 @@ class Executor(Protocol):
     async def close(self) -> None:
         """Release what the executor holds (connection pools); called once, at shutdown."""
         ...
+
+
+def payload_object(payload: object, fields: tuple[str, ...]) -> dict[str, Any]:
+    """``payload`` as a dict with only known ``fields``, or ValidationError naming the field."""
+    if not isinstance(payload, dict):
+        raise ValidationError("payload", "must be a JSON object")
+    for key in payload:
+        if key not in fields:
+            raise ValidationError(
+                f"payload.{key}", f"unknown field; expected one of {', '.join(fields)}"
+            )
+    return payload
 
 
 TRUNCATED = "\n[truncated]"

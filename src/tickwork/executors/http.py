@@ -25,6 +25,7 @@ from tickwork.executors.base import (
     ExecutorSettings,
     cap_text,
     json_problem,
+    payload_object,
 )
 from tickwork.models import rfc3339
 
@@ -45,13 +46,7 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
 
 def validate_payload(payload: object) -> dict[str, Any]:
     """The normalised payload, or ValidationError naming the field."""
-    if not isinstance(payload, dict):
-        raise ValidationError("payload", "must be a JSON object")
-    for key in payload:
-        if key not in FIELDS:
-            raise ValidationError(
-                f"payload.{key}", f"unknown field; expected one of {', '.join(FIELDS)}"
-            )
+    payload = payload_object(payload, FIELDS)
     out: dict[str, Any] = {"url": _validate_url(payload.get("url"))}
     has_body = payload.get("body") is not None
     raw_body = payload.get("raw_body")

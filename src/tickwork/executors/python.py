@@ -27,6 +27,7 @@ from tickwork.executors.base import (
     ExecutorSettings,
     cap_text,
     json_problem,
+    payload_object,
 )
 
 KIND = "python"
@@ -39,13 +40,7 @@ _CALLABLE = re.compile(rf"({_DOTTED}):({_DOTTED})")
 
 def validate_payload(payload: object) -> dict[str, Any]:
     """The normalised payload, or ValidationError naming the field."""
-    if not isinstance(payload, dict):
-        raise ValidationError("payload", "must be a JSON object")
-    for key in payload:
-        if key not in FIELDS:
-            raise ValidationError(
-                f"payload.{key}", f"unknown field; expected one of {', '.join(FIELDS)}"
-            )
+    payload = payload_object(payload, FIELDS)
     target = payload.get("callable")
     if not isinstance(target, str) or not target:
         raise ValidationError("payload.callable", "is required: 'package.module:function'")

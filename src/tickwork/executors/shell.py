@@ -17,7 +17,12 @@ import subprocess
 from typing import Any
 
 from tickwork.errors import Fail, Outcome, Success, ValidationError
-from tickwork.executors.base import ExecutionContext, ExecutorSettings, cap_text
+from tickwork.executors.base import (
+    ExecutionContext,
+    ExecutorSettings,
+    cap_text,
+    payload_object,
+)
 from tickwork.models import rfc3339
 
 KIND = "shell"
@@ -33,13 +38,7 @@ _CONTINUATION = bytes(range(0x80, 0xC0))  # UTF-8 bytes that cannot start a char
 
 def validate_payload(payload: object) -> dict[str, Any]:
     """The normalised payload, or ValidationError naming the field."""
-    if not isinstance(payload, dict):
-        raise ValidationError("payload", "must be a JSON object")
-    for key in payload:
-        if key not in FIELDS:
-            raise ValidationError(
-                f"payload.{key}", f"unknown field; expected one of {', '.join(FIELDS)}"
-            )
+    payload = payload_object(payload, FIELDS)
     command = _validate_command(payload.get("command"))
     env = _validate_env(payload.get("env", {}))
     out: dict[str, Any] = {"command": command, "env": env}

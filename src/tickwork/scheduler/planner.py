@@ -7,7 +7,6 @@ moves each job's next run on, all in one store transaction.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -21,6 +20,7 @@ from tickwork.drivers.base import (
     Store,
 )
 from tickwork.models import Job, OccurrenceState
+from tickwork.scheduler.loop import Loop
 from tickwork.schedules import Schedule, compile_schedule, jitter_offset
 
 log = logging.getLogger("tickwork.planner")
@@ -64,7 +64,9 @@ def plan_job(job: Job, schedule: Schedule, now: datetime, until: datetime,
                       occurrences=occurrences, next_run_at=t)
 
 
-class Planner:
+class Planner(Loop):
+    name = "planner"
+
     def __init__(
         self,
         *,
@@ -80,15 +82,13 @@ class Planner:
             raise ValueError(
                 f"horizon_seconds ({horizon_seconds}) must be at least "
                 f"interval_seconds ({interval_seconds})")
+        super().__init__(clock=clock, interval_seconds=interval_seconds)
         self.store = store
-        self.clock = clock
         self.horizon = timedelta(seconds=horizon_seconds)
-        self.interval_seconds = interval_seconds
         self.batch_size = batch_size
         self.per_job_limit = per_job_limit
         self.on_planned = on_planned
         self.schedules = ScheduleCache()
-        self._task: asyncio.Task[None] | None = None
 
     async def run_once(self, now: datetime) -> tuple[int, bool]:
         """Plan one batch. Returns (occurrences inserted, whether more jobs may be due)."""
@@ -112,21 +112,5 @@ class Planner:
                 self.on_planned(earliest)
         return inserted, len(jobs) == self.batch_size and bool(advances)
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="tickwork-planner")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-
-    async def _loop(self) -> None:
-        while True:
-            more = False
-            try:
-                _, more = await self.run_once(self.clock.now())
-            except Exception:
-                log.exception("planner tick failed; retrying in %ss", self.interval_seconds)
-            if not more:
-                await self.clock.sleep(self.interval_seconds)
+    async def tick(self, now: datetime) -> bool:
+        return (await self.run_once(now))[1]

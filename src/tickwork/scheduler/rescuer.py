@@ -6,18 +6,20 @@ Each becomes ``crashed``; its occurrence is retried while attempts remain, or en
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from datetime import datetime
 
 from tickwork.clock import Clock
-from tickwork.drivers.base import OccurrenceRescueParams, Rescued, Store
+from tickwork.drivers.base import MAX_BATCH, OccurrenceRescueParams, Rescued, Store
+from tickwork.scheduler.loop import Loop
 
 log = logging.getLogger("tickwork.rescuer")
 
 
-class Rescuer:
+class Rescuer(Loop):
+    name = "rescuer"
+
     def __init__(
         self,
         *,
@@ -29,12 +31,10 @@ class Rescuer:
     ) -> None:
         """``sole_worker``: set only by a process that holds the store's lock (the embedded
         service); leases of every other worker are then orphans and are rescued at once."""
+        super().__init__(clock=clock, interval_seconds=interval_seconds)
         self.store = store
-        self.clock = clock
-        self.interval_seconds = interval_seconds
         self.sole_worker = sole_worker
         self.on_rescued = on_rescued
-        self._task: asyncio.Task[None] | None = None
 
     async def run_once(self, now: datetime) -> list[Rescued]:
         rescued = await self.store.occurrence_rescue(
@@ -46,19 +46,5 @@ class Rescuer:
             self.on_rescued(rescued)
         return rescued
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="tickwork-rescuer")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                await self.run_once(self.clock.now())
-            except Exception:
-                log.exception("rescue pass failed; retrying in %ss", self.interval_seconds)
-            await self.clock.sleep(self.interval_seconds)
+    async def tick(self, now: datetime) -> bool:
+        return len(await self.run_once(now)) >= MAX_BATCH

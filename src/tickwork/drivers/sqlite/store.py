@@ -17,7 +17,7 @@ from datetime import datetime
 from tickwork.drivers import base as b
 from tickwork.drivers.claiming import Candidate, plan_claims
 from tickwork.drivers.codec import spec_to_json
-from tickwork.drivers.sqlfiles import load_migrations, load_queries
+from tickwork.drivers.sqlfiles import load_migrations, load_queries, split_statements
 from tickwork.drivers.sqlite.connection import Connection, path_from_url, write_transaction
 from tickwork.drivers.sqlite.rows import (
     SpecCache,
@@ -69,7 +69,7 @@ class SqliteStore:
                 for version, name, sql in MIGRATIONS:
                     if version in done:
                         continue
-                    for statement in _statements(sql):
+                    for statement in split_statements(sql):
                         conn.execute(statement)
                     conn.execute("INSERT INTO tickwork_migrations VALUES (?, ?)", (version, name))
 
@@ -490,12 +490,3 @@ def _name_conflict(conn: sqlite3.Connection, names: list[str]) -> Conflict:
 def _add(seen: set[str], name: str) -> bool:
     seen.add(name)
     return False
-
-
-def _statements(sql: str) -> list[str]:
-    return [s.strip() for s in sql.split(";") if s.strip() and not _only_comments(s)]
-
-
-def _only_comments(s: str) -> bool:
-    return all(not line.strip() or line.strip().startswith("--") for line in s.splitlines())
-

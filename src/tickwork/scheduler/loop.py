@@ -1,0 +1,46 @@
+"""What every background loop shares: start, stop, and a loop that logs errors and never dies."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime
+
+from tickwork.clock import Clock
+
+
+class Loop:
+    """Calls ``tick(now)`` every ``interval_seconds`` on the injected clock; at once again
+    when ``tick`` says more work is waiting."""
+
+    name = "loop"
+
+    def __init__(self, *, clock: Clock, interval_seconds: float) -> None:
+        self.clock = clock
+        self.interval_seconds = interval_seconds
+        self._task: asyncio.Task[None] | None = None
+        self._log = logging.getLogger(f"tickwork.{self.name}")
+
+    async def tick(self, now: datetime) -> bool:
+        """One bounded pass; returns whether more work is waiting."""
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name=f"tickwork-{self.name}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _loop(self) -> None:
+        while True:
+            more = False
+            try:
+                more = await self.tick(self.clock.now())
+            except Exception:
+                self._log.exception("%s pass failed; retrying in %gs", self.name,
+                                    self.interval_seconds)
+            if not more:
+                await self.clock.sleep(self.interval_seconds)
