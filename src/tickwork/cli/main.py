@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from tickwork import __version__
-from tickwork.cli import jobs, runs, service
+from tickwork.cli import api, distributed, jobs, runs, secrets, service
 from tickwork.errors import Conflict, StoreUnavailable, TickworkError, ValidationError
 
 EXIT_INPUT = 2
@@ -27,8 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tickwork {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     service.add_commands(commands)
+    distributed.add_commands(commands)
+    api.add_commands(commands)
     jobs.add_commands(commands)
     runs.add_commands(commands)
+    secrets.add_commands(commands)
     return parser
 
 

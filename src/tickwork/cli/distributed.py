@@ -1,0 +1,9 @@
+"""CLI commands: filled in with the distributed work."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """No commands yet."""
