@@ -302,9 +302,7 @@ def test_validate_rejects_non_json_values(field: str, value: Any, reason: str) -
 @pytest.mark.parametrize(
     ("kind", "reason"),
     [
-        ("slack", "kind 'slack' is not available yet"),
-        ("email", "kind 'email' is not available yet"),
-        ("x", "unknown kind 'x'; expected one of http, shell, python"),
+        ("x", "unknown kind 'x'; expected one of http, slack, email, shell, python"),
     ],
 )
 def test_validate_rejects_kinds(kind: str, reason: str) -> None:
@@ -315,7 +313,7 @@ def test_validate_rejects_kinds(kind: str, reason: str) -> None:
 
 async def test_build_executors_has_every_available_kind() -> None:
     executors = build_executors(ExecutorSettings())
-    assert sorted(executors) == ["http", "python", "shell"]
+    assert sorted(executors) == ["email", "http", "python", "shell", "slack"]
     assert all(kind == e.kind for kind, e in executors.items())
     for executor in executors.values():
         await executor.close()

@@ -3,54 +3,78 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tickwork.errors import ValidationError
-from tickwork.executors import http, python, shell
+from tickwork.executors import email, http, python, shell, slack
 from tickwork.executors.base import ExecutionContext, Executor, ExecutorSettings
+from tickwork.executors.email import EmailExecutor
 from tickwork.executors.http import HttpExecutor
+from tickwork.executors.outbound import OutboundClient
 from tickwork.executors.python import PythonExecutor
+from tickwork.executors.secured import SecuredExecutor
 from tickwork.executors.shell import ShellExecutor
+from tickwork.executors.slack import SlackExecutor
+from tickwork.secrets import validate_references
+
+if TYPE_CHECKING:
+    from tickwork.secrets import SecretResolver
 
 __all__ = [
     "AVAILABLE_KINDS",
+    "EmailExecutor",
     "ExecutionContext",
     "Executor",
     "ExecutorSettings",
     "HttpExecutor",
     "PythonExecutor",
+    "SecuredExecutor",
     "ShellExecutor",
+    "SlackExecutor",
     "build_executors",
     "validate_payload",
 ]
 
-AVAILABLE_KINDS = ("http", "shell", "python")
-PLANNED_KINDS = ("slack", "email")
+AVAILABLE_KINDS = ("http", "slack", "email", "shell", "python")
 
 _VALIDATORS: dict[str, Callable[[object], dict[str, Any]]] = {
     "http": http.validate_payload,
+    "slack": slack.validate_payload,
+    "email": email.validate_payload,
     "shell": shell.validate_payload,
     "python": python.validate_payload,
 }
 
 
 def validate_payload(kind: str, payload: object) -> dict[str, Any]:
-    """The normalised payload for ``kind``, or ValidationError naming the field."""
+    """The normalised payload for ``kind``, or ValidationError naming the field.
+
+    ``{"$secret": "name"}`` references are checked here and kept as they are: they are
+    resolved only when an attempt runs.
+    """
     validator = _VALIDATORS.get(kind)
-    if validator is not None:
-        return validator(payload)
-    if kind in PLANNED_KINDS:
-        raise ValidationError("kind", f"kind {kind!r} is not available yet")
-    raise ValidationError(
-        "kind", f"unknown kind {kind!r}; expected one of {', '.join(AVAILABLE_KINDS)}"
-    )
+    if validator is None:
+        raise ValidationError(
+            "kind", f"unknown kind {kind!r}; expected one of {', '.join(AVAILABLE_KINDS)}"
+        )
+    validate_references(payload)
+    return validator(payload)
 
 
-def build_executors(settings: ExecutorSettings) -> dict[str, Executor]:
-    """One executor per available kind, keyed by kind."""
+def build_executors(
+    settings: ExecutorSettings, secrets: SecretResolver | None = None
+) -> dict[str, Executor]:
+    """One executor per available kind, keyed by kind.
+
+    Each resolves the payload's secret references with ``secrets`` before it runs and masks
+    their values in what it returns; without ``secrets`` a payload that uses one fails.
+    """
+    outbound = OutboundClient(settings)  # one guarded pool for http and slack
     executors: list[Executor] = [
-        HttpExecutor(settings),
+        HttpExecutor(settings, secrets, client=outbound),
+        SlackExecutor(settings, client=outbound),
+        EmailExecutor(settings, secrets),
         ShellExecutor(settings),
         PythonExecutor(settings),
     ]
-    return {e.kind: e for e in executors}
+    return {e.kind: SecuredExecutor(e, secrets) for e in executors}

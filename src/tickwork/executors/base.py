@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import codecs
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -24,6 +24,19 @@ class ExecutorSettings:
     output_limit_bytes: int = 64 * 1024  # captured output and bodies are cut here
     http_user_agent: str = "tickwork"
     http_max_connections: int = 1000  # open connections one http executor keeps, all hosts together
+    # CIDRs, addresses or host names outbound HTTP may reach although they are private,
+    # loopback, link-local... (the SSRF guard, executors/ssrf.py). Nothing by default.
+    outbound_allow: tuple[str, ...] = ()
+    # "URL_PREFIX=SECRET_NAME" entries: http requests to a URL starting with the prefix are
+    # signed (Standard Webhooks) with that secret; the longest matching prefix wins.
+    webhook_signing_secrets: tuple[str, ...] = ()
+    smtp_host: str = ""  # the email kind is off until this is set
+    smtp_port: int = 587
+    smtp_tls: str = "starttls"  # none | starttls | tls (implicit TLS, usually port 465)
+    smtp_username: str = ""
+    smtp_password: str = field(default="", repr=False)  # or "$secret:NAME"
+    smtp_from: str = ""
+    smtp_ca_file: str = ""  # PEM bundle to trust instead of the system's (a private CA)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,3 +107,22 @@ def json_problem(value: object) -> str | None:
     except TypeError as exc:  # an object json cannot encode
         return str(exc)
     return None
+
+
+def is_secret_reference(value: object) -> bool:
+    """``{"$secret": "name"}``: accepted wherever a payload takes a string."""
+    return isinstance(value, dict) and len(value) == 1 and isinstance(value.get("$secret"), str)
+
+
+def unresolved_secrets(payload: object) -> str | None:
+    """An error if a payload still holds secret references when it is executed.
+
+    Executors built by ``build_executors`` get resolved payloads; one used on its own does not.
+    """
+    from tickwork.secrets import find_references  # noqa: PLC0415  (base stays free of crypto imports)
+
+    names = find_references(payload)
+    if not names:
+        return None
+    return (f"the payload refers to secrets ({', '.join(names)}) but was not resolved; "
+            "run executors built by build_executors with a secret store")

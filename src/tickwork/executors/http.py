@@ -1,36 +1,49 @@
 """The ``http`` kind: call a URL (a GET ping or a POST webhook) and judge the status.
 
 Payload: ``{"method": "POST", "url": "https://...", "headers": {...}, "body": <JSON> | "raw_body":
-"...", "success_status": [200, 204]}``. Every request carries ``Idempotency-Key``,
-``Tickwork-Attempt``, ``Tickwork-Scheduled-At`` and ``Tickwork-Deadline`` (G6). Redirects are not
-followed. 429, 5xx, connection errors and timeouts are retriable; other statuses are fatal.
+"...", "success_status": [200, 204], "retry_on_status": [409], "signing_secret": {"$secret":
+"name"}}``. Every request carries ``Idempotency-Key``, ``Tickwork-Attempt``,
+``Tickwork-Scheduled-At`` and ``Tickwork-Deadline`` (G6), and the Standard Webhooks signature
+headers when a signing secret applies. Every hop goes through the SSRF guard; up to 5 redirects
+are followed (outbound.py). 408, 429, 5xx, connection errors and timeouts are retriable, as is
+any status in ``retry_on_status``; other statuses are fatal.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import aiohttp
 from multidict import CIMultiDict
 
-from tickwork.errors import Fail, Outcome, Success, ValidationError
+from tickwork import webhooks
+from tickwork.errors import Fail, Outcome, Success, TickworkError, ValidationError
 from tickwork.executors.base import (
     ERROR_LIMIT_BYTES,
     ExecutionContext,
     ExecutorSettings,
     cap_text,
+    is_secret_reference,
     json_problem,
     payload_object,
+    unresolved_secrets,
 )
+from tickwork.executors.outbound import OutboundClient, Response
 from tickwork.models import rfc3339
 
+if TYPE_CHECKING:
+    from tickwork.secrets import SecretResolver
+
 KIND = "http"
-FIELDS = ("method", "url", "headers", "body", "raw_body", "success_status")
+FIELDS = ("method", "url", "headers", "body", "raw_body", "success_status", "retry_on_status",
+          "signing_secret")
+MAX_SIGNING_SECRETS = 2  # the current secret and, while rotating, the previous one
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 MAX_URL_LENGTH = 2048
 # Set by tickwork on every attempt; a payload may not set them.
@@ -44,10 +57,14 @@ RETRY_AFTER_STATUSES = frozenset({429, 503})
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
 
 
-def validate_payload(payload: object) -> dict[str, Any]:
-    """The normalised payload, or ValidationError naming the field."""
+def validate_payload(payload: object, *, resolved: bool = False) -> dict[str, Any]:
+    """The normalised payload, or ValidationError naming the field.
+
+    ``resolved``: the payload's secrets have been substituted (at execution), so the signing
+    secret is its value rather than a reference.
+    """
     payload = payload_object(payload, FIELDS)
-    out: dict[str, Any] = {"url": _validate_url(payload.get("url"))}
+    out: dict[str, Any] = {"url": validate_url(payload.get("url"))}
     has_body = payload.get("body") is not None
     raw_body = payload.get("raw_body")
     if has_body and raw_body is not None:
@@ -58,7 +75,7 @@ def validate_payload(payload: object) -> dict[str, Any]:
             raise ValidationError("payload.body", f"must be a JSON value ({problem})")
         out["body"] = payload["body"]
     if raw_body is not None:
-        if not isinstance(raw_body, str):
+        if not isinstance(raw_body, str) and not is_secret_reference(raw_body):
             raise ValidationError("payload.raw_body", "must be a string")
         out["raw_body"] = raw_body
     method = payload.get("method")
@@ -68,49 +85,73 @@ def validate_payload(payload: object) -> dict[str, Any]:
         raise ValidationError("payload.method", f"must be one of {', '.join(METHODS)}")
     out["method"] = method.upper()
     out["headers"] = _validate_headers(payload.get("headers", {}))
-    statuses = payload.get("success_status")
-    if statuses is not None:
-        if (
-            not isinstance(statuses, list)
-            or not statuses
-            or not all(type(s) is int and 100 <= s <= 599 for s in statuses)
-        ):
-            raise ValidationError(
-                "payload.success_status", "must be a non-empty list of HTTP statuses (100-599)"
-            )
-        out["success_status"] = sorted(set(statuses))
+    for name in ("success_status", "retry_on_status"):
+        statuses = payload.get(name)
+        if statuses is not None:
+            out[name] = _validate_statuses(f"payload.{name}", statuses)
+    if payload.get("signing_secret") is not None:
+        out["signing_secret"] = _validate_signing_secret(payload["signing_secret"], resolved)
     return out
 
 
-def _validate_url(url: object) -> str:
+def _validate_statuses(field: str, statuses: object) -> list[int]:
+    if (
+        not isinstance(statuses, list)
+        or not statuses
+        or not all(type(s) is int and 100 <= s <= 599 for s in statuses)
+    ):
+        raise ValidationError(field, "must be a non-empty list of HTTP statuses (100-599)")
+    return sorted(set(statuses))
+
+
+def _validate_signing_secret(value: object, resolved: bool) -> Any:
+    """A secret reference or a list of one or two (two while rotating); never plaintext."""
+    items = value if isinstance(value, list) else [value]
+    kind = str if resolved else dict
+    if isinstance(value, str) and not resolved:
+        raise ValidationError("payload.signing_secret", 'must be a secret reference such as '
+                              '{"$secret": "hooks-key"}, never the secret itself; store it with '
+                              "`tickwork secrets set`")
+    if not 1 <= len(items) <= MAX_SIGNING_SECRETS or not all(
+            isinstance(i, kind) and (resolved or is_secret_reference(i)) for i in items):
+        raise ValidationError("payload.signing_secret", 'must be {"$secret": "name"} or a list '
+                              f"of at most {MAX_SIGNING_SECRETS} such references")
+    return value
+
+
+def validate_url(url: object, field: str = "payload.url") -> str | dict[str, str]:
+    """An http(s) URL with a host (or a secret reference to one), or ValidationError."""
+    if is_secret_reference(url):
+        assert isinstance(url, dict)
+        return url
     if not isinstance(url, str) or not url:
-        raise ValidationError("payload.url", "is required: an http:// or https:// URL")
+        raise ValidationError(field, "is required: an http:// or https:// URL")
     if len(url) > MAX_URL_LENGTH:
-        raise ValidationError("payload.url", f"is longer than {MAX_URL_LENGTH} characters")
+        raise ValidationError(field, f"is longer than {MAX_URL_LENGTH} characters")
     if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
-        raise ValidationError("payload.url", "must not contain spaces or control characters")
+        raise ValidationError(field, "must not contain spaces or control characters")
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018  (raises ValueError on a bad port)
     except ValueError as exc:
-        raise ValidationError("payload.url", f"is not a valid URL ({exc})") from None
+        raise ValidationError(field, f"is not a valid URL ({exc})") from None
     if parts.scheme.lower() not in ("http", "https"):
-        raise ValidationError("payload.url", "must start with http:// or https://")
+        raise ValidationError(field, "must start with http:// or https://")
     if not parts.hostname:
-        raise ValidationError("payload.url", "has no host")
+        raise ValidationError(field, "has no host")
     return url
 
 
-def _validate_headers(headers: object) -> dict[str, str]:
+def _validate_headers(headers: object) -> dict[str, Any]:
     if not isinstance(headers, dict):
         raise ValidationError("payload.headers", "must be a JSON object of strings")
     for name, value in headers.items():
         if not isinstance(name, str) or _TOKEN.fullmatch(name) is None:
             raise ValidationError("payload.headers", f"{str(name)[:100]!r} is not a header name")
         field = f"payload.headers.{name}"
-        if not isinstance(value, str):
-            raise ValidationError(field, "must be a string")
-        if any(c in value for c in "\r\n\0"):
+        if not isinstance(value, str) and not is_secret_reference(value):
+            raise ValidationError(field, 'must be a string or {"$secret": "name"}')
+        if isinstance(value, str) and any(c in value for c in "\r\n\0"):
             raise ValidationError(field, "must not contain line breaks or NUL")
         lower = name.lower()
         if lower in RESERVED_HEADERS:
@@ -137,60 +178,79 @@ def parse_retry_after(value: str | None, now: datetime) -> float | None:
 
 
 class HttpExecutor:
-    """Runs ``http`` jobs over one shared connection pool."""
+    """Runs ``http`` jobs over one shared, guarded connection pool."""
 
     kind = KIND
 
-    def __init__(self, settings: ExecutorSettings) -> None:
+    def __init__(self, settings: ExecutorSettings, secrets: SecretResolver | None = None, *,
+                 client: OutboundClient | None = None) -> None:
         self._settings = settings
-        self._session: aiohttp.ClientSession | None = None
+        self._secrets = secrets
+        self._outbound = client or OutboundClient(settings)
+        self._endpoint_secrets = parse_endpoint_secrets(settings.webhook_signing_secrets)
 
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(
-                limit=self._settings.http_max_connections, limit_per_host=0
-            )
-            # Jobs must not see each other's cookies: no cookie jar.
-            self._session = aiohttp.ClientSession(
-                connector=connector, cookie_jar=aiohttp.DummyCookieJar()
-            )
-        return self._session
+    @property
+    def _session(self) -> aiohttp.ClientSession | None:  # for tests: the pool in use
+        return self._outbound._session
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._outbound.close()
 
     async def execute(self, ctx: ExecutionContext) -> Outcome:
+        prepared = await self._prepare(ctx)
+        if isinstance(prepared, Fail):
+            return prepared
+        payload, headers, data = prepared
+        method, url = payload["method"], payload["url"]
+        resp = await self._outbound.send(method, url, headers=headers, data=data,
+                                         timeout_seconds=ctx.timeout_seconds,
+                                         label=f"{method} {url}")
+        if isinstance(resp, Fail):
+            return resp
+        output = f"HTTP {resp.status}\n" + cap_text(resp.body, self._settings.output_limit_bytes)
+        return self._judge(payload, resp, output)
+
+    async def _prepare(
+        self, ctx: ExecutionContext
+    ) -> tuple[dict[str, Any], CIMultiDict[str], bytes | None] | Fail:
+        """The payload, headers (signed if a secret applies) and body, or a fatal Fail."""
         try:
-            payload = validate_payload(ctx.payload)
+            payload = validate_payload(ctx.payload, resolved=True)
         except ValidationError as exc:
             return Fail(str(exc), retriable=False)
+        problem = unresolved_secrets(payload)
+        if problem is not None:
+            return Fail(problem, retriable=False)
         headers = self._headers(payload, ctx)
-        data: str | bytes | None = None
+        data: bytes | None = None
         if "body" in payload:
             data = json.dumps(payload["body"]).encode()
             headers.setdefault("Content-Type", "application/json")
         elif "raw_body" in payload:
-            data = payload["raw_body"]
-        method, url = payload["method"], payload["url"]
-        timeout = aiohttp.ClientTimeout(total=ctx.timeout_seconds)
+            data = payload["raw_body"].encode()
+            headers.setdefault("Content-Type", "text/plain; charset=utf-8")
         try:
-            async with self._client().request(
-                method, url, headers=headers, data=data, allow_redirects=False, timeout=timeout
-            ) as resp:
-                body = b"" if method == "HEAD" else await self._read_capped(resp)
-                status = resp.status
-                retry_after = resp.headers.get("Retry-After")
-                location = resp.headers.get("Location")
-        except TimeoutError:
-            return Fail(f"{method} {url} timed out after {ctx.timeout_seconds:g}s")
-        except aiohttp.InvalidURL as exc:
-            return Fail(f"invalid URL {exc}", retriable=False)
-        except aiohttp.ClientError as exc:
-            return Fail(self._short(f"{method} {url} failed: {type(exc).__name__}: {exc}"))
-        output = f"HTTP {status}\n" + cap_text(body, self._settings.output_limit_bytes)
-        return self._judge(payload, status, output, retry_after, location)
+            secrets = await self._signing_secrets(payload, payload["url"])
+            if secrets:
+                headers.update(webhooks.signature_headers(
+                    secrets, ctx.idempotency_key, int(time.time()), data or b""))
+        except ValueError as exc:  # a secret that is not whsec_<base64>
+            return Fail(f"payload.signing_secret: {exc}", retriable=False)
+        except TickworkError as exc:  # a missing endpoint secret, no key
+            return Fail(f"webhook_signing_secrets: {exc}", retriable=False)
+        return payload, headers, data
+
+    async def _signing_secrets(self, payload: dict[str, Any], url: str) -> list[str]:
+        given = payload.get("signing_secret")
+        if given is not None:
+            return list(given) if isinstance(given, list) else [given]
+        name = endpoint_secret(self._endpoint_secrets, url)
+        if name is None:
+            return []
+        if self._secrets is None:
+            raise TickworkError(f"{url} is to be signed with secret {name!r}, but this worker "
+                                "has no secret store")
+        return [await self._secrets.get(name)]
 
     def _headers(self, payload: dict[str, Any], ctx: ExecutionContext) -> CIMultiDict[str]:
         headers: CIMultiDict[str] = CIMultiDict({"User-Agent": self._settings.http_user_agent})
@@ -202,43 +262,41 @@ class HttpExecutor:
         headers["Tickwork-Job-Id"] = ctx.job_id
         return headers
 
-    async def _read_capped(self, resp: aiohttp.ClientResponse) -> bytes:
-        """At most output_limit_bytes + 1 bytes of the body; the rest is never read."""
-        want = self._settings.output_limit_bytes + 1
-        chunks: list[bytes] = []
-        got = 0
-        while got < want:
-            chunk = await resp.content.read(want - got)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-        return b"".join(chunks)
-
-    def _judge(
-        self,
-        payload: dict[str, Any],
-        status: int,
-        output: str,
-        retry_after: str | None,
-        location: str | None,
-    ) -> Outcome:
+    def _judge(self, payload: dict[str, Any], resp: Response, output: str) -> Outcome:
+        status = resp.status
         wanted = payload.get("success_status")
         if (status in wanted) if wanted else (200 <= status < 300):
             return Success(output=output)
-        if status in RETRY_STATUSES or status >= 500:
+        if status in RETRY_STATUSES or status >= 500 or status in payload.get(
+                "retry_on_status", ()):
             delay = None
             if status in RETRY_AFTER_STATUSES:
-                delay = parse_retry_after(retry_after, datetime.now(UTC))
+                delay = parse_retry_after(resp.headers.get("Retry-After"), datetime.now(UTC))
             return Fail(f"HTTP {status}", retriable=True, retry_after=delay, output=output)
-        if 300 <= status < 400:
-            where = f" to {location}" if location else ""
-            return Fail(
-                self._short(f"HTTP {status}: redirect{where} not followed"),
-                retriable=False,
-                output=output,
-            )
+        if 300 <= status < 400:  # a redirect without a Location
+            return Fail(f"HTTP {status}: a redirect without a Location header", retriable=False,
+                        output=output)
         return Fail(f"HTTP {status}", retriable=False, output=output)
 
     def _short(self, text: str) -> str:
         return cap_text(text, min(ERROR_LIMIT_BYTES, self._settings.output_limit_bytes))
+
+
+def parse_endpoint_secrets(entries: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``"URL_PREFIX=SECRET_NAME"`` entries as (prefix, name), longest prefix first."""
+    pairs = []
+    for entry in entries:
+        prefix, sep, name = entry.rpartition("=")
+        if not sep or not prefix.startswith(("http://", "https://")) or not name.strip():
+            raise ValueError(f"{entry[:100]!r} is not URL_PREFIX=SECRET_NAME (the prefix "
+                             "starting with http:// or https://)")
+        pairs.append((prefix, name.strip()))
+    return sorted(pairs, key=lambda p: len(p[0]), reverse=True)
+
+
+def endpoint_secret(pairs: list[tuple[str, str]], url: str) -> str | None:
+    """The secret name of the longest prefix ``url`` starts with, if any."""
+    for prefix, name in pairs:
+        if url.startswith(prefix):
+            return name
+    return None

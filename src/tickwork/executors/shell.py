@@ -21,7 +21,9 @@ from tickwork.executors.base import (
     ExecutionContext,
     ExecutorSettings,
     cap_text,
+    is_secret_reference,
     payload_object,
+    unresolved_secrets,
 )
 from tickwork.models import rfc3339
 
@@ -59,6 +61,9 @@ def _validate_command(command: object) -> list[str]:
         )
     if not isinstance(command, list) or not command:
         raise ValidationError("payload.command", "is required: a non-empty list of strings")
+    if any(is_secret_reference(a) for a in command):
+        raise ValidationError("payload.command", "must not hold secrets: arguments show up in "
+                              "process listings; pass a secret in env instead")
     if not all(isinstance(a, str) and "\0" not in a for a in command):
         raise ValidationError("payload.command", "must hold strings only, without NUL")
     exe = command[0]
@@ -69,12 +74,14 @@ def _validate_command(command: object) -> list[str]:
     return list(command)
 
 
-def _validate_env(env: object) -> dict[str, str]:
+def _validate_env(env: object) -> dict[str, Any]:
     if not isinstance(env, dict):
         raise ValidationError("payload.env", "must be a JSON object of strings")
     for name, value in env.items():
         if not isinstance(name, str) or not name or "=" in name or "\0" in name:
             raise ValidationError("payload.env", f"{str(name)[:100]!r} is not a variable name")
+        if is_secret_reference(value):
+            continue
         if not isinstance(value, str) or "\0" in value:
             raise ValidationError(f"payload.env.{name}", "must be a string without NUL")
         if name.upper().startswith("TICKWORK_"):
@@ -184,6 +191,9 @@ class ShellExecutor:
             payload = validate_payload(ctx.payload)
         except ValidationError as exc:
             return Fail(str(exc), retriable=False)
+        unresolved = unresolved_secrets(payload)
+        if unresolved is not None:
+            return Fail(unresolved, retriable=False)
         argv: list[str] = payload["command"]
         exe, refusal = resolve_executable(
             argv[0],
