@@ -1,0 +1,90 @@
+"""The ASGI app: the REST API (/api/v1, /openapi.json, /docs), /metrics, /healthz and the
+dashboard (/dashboard), over one ``AsyncClient``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from importlib import resources
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import FileResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+
+from tickwork import __version__
+from tickwork.api import auth, errors, jobs, queues, runs, stats, tokens
+from tickwork.api.auth import LOOPBACK_HOSTS, READ
+from tickwork.api.body import DEFAULT_MAX_BODY_BYTES, BodyLimit
+from tickwork.api.deps import ApiState, ClientDep, state_of
+from tickwork.client import AsyncClient
+from tickwork.metrics import CONTENT_TYPE, Metrics
+from tickwork.models import OccurrenceState
+
+log = logging.getLogger("tickwork.api")
+
+DASHBOARD_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                 "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+                 "frame-ancestors 'none'")
+
+
+def create_app(client: AsyncClient, *, open_access: bool = False,
+               allowed_hosts: Iterable[str] = (), metrics: Metrics | None = None,
+               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
+    """The app. ``open_access`` serves everyone with admin rights: only for loopback binds
+    (the CLI refuses it otherwise); ``allowed_hosts`` adds Host names open access answers."""
+    app = FastAPI(
+        title="tickwork", version=__version__,
+        description="Jobs, runs, queues and stats of a tickwork deployment. Authenticate with "
+                    "`Authorization: Bearer <token>` (`tickwork tokens create`). Errors are "
+                    "RFC 9457 problem details.",
+    )
+    app.state.tickwork = ApiState(
+        client=client, open_access=open_access, metrics=metrics or Metrics(),
+        allowed_hosts=frozenset({*LOOPBACK_HOSTS, *(h.lower() for h in allowed_hosts)}))
+    errors.install(app)
+    for module in (jobs, runs, queues, stats, tokens, auth):
+        app.include_router(module.router)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+
+    @app.middleware("http")
+    async def security_headers(request: Request,
+                               call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        response = await call_next(request)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        if request.url.path.startswith("/dashboard"):
+            response.headers["Content-Security-Policy"] = DASHBOARD_CSP
+            response.headers["X-Frame-Options"] = "DENY"
+        if request.url.path.startswith("/api/"):
+            response.headers.setdefault("Cache-Control", "no-store")
+        return response
+
+    @app.get("/healthz", tags=["health"], summary="200 when the store answers, else 503",
+             responses=errors.problems(503))
+    async def healthz(client: ClientDep) -> dict[str, Any]:
+        await client.admin.health_check()
+        return {"status": "ok", "store": "ok"}
+
+    @app.get("/metrics", tags=["health"], dependencies=[READ], response_class=Response,
+             summary="Prometheus text exposition", responses=errors.problems(401, 403))
+    async def metrics_text(request: Request, client: ClientDep) -> Response:
+        stats_now = await client.stats(60)
+        text = state_of(request).metrics.render(
+            states=stats_now.occurrences_by_state, queues=await client.list_queues(),
+            all_states=[s.value for s in OccurrenceState])
+        return Response(text, media_type=CONTENT_TYPE)
+
+    static = resources.files("tickwork.dashboard") / "static"
+
+    @app.get("/", include_in_schema=False)
+    async def root() -> RedirectResponse:
+        return RedirectResponse("/dashboard/", status_code=307)
+
+    @app.get("/dashboard", include_in_schema=False)
+    @app.get("/dashboard/", include_in_schema=False)
+    async def dashboard() -> FileResponse:
+        return FileResponse(str(static / "index.html"), media_type="text/html")
+
+    app.mount("/dashboard/static", StaticFiles(directory=str(static)), name="dashboard-static")
+    return app

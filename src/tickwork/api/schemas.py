@@ -1,0 +1,86 @@
+"""JSON Schemas for the OpenAPI document.
+
+Documentation only: request bodies are validated by ``tickwork.document`` (the one validator),
+so the API's errors are the CLI's. The schemas say what a client should send and what it gets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tickwork.models import KINDS, OccurrenceState, Overlap
+
+_DURATION: dict[str, Any] = {"oneOf": [{"type": "number", "minimum": 0},
+                                       {"type": "string", "example": "15m"}]}
+_INSTANT: dict[str, Any] = {"type": "string", "format": "date-time"}
+
+SCHEDULE: dict[str, Any] = {
+    "type": "object",
+    "description": "Exactly one of at, cron or every; see docs/job-document.md.",
+    "properties": {
+        "at": _INSTANT, "cron": {"type": "string", "example": "0 3 * * *"},
+        "timezone": {"type": "string", "example": "Europe/Berlin"}, "every": _DURATION,
+        "offset": _DURATION, "start_at": {**_INSTANT, "nullable": True},
+        "end_at": {**_INSTANT, "nullable": True}, "jitter_seconds": _DURATION,
+    },
+    "additionalProperties": False,
+}
+
+_FIELDS: dict[str, Any] = {
+    "name": {"type": "string", "minLength": 1, "maxLength": 200},
+    "queue": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"},
+    "priority": {"type": "integer", "minimum": -1000, "maximum": 1000},
+    "schedule": SCHEDULE,
+    "kind": {"type": "string", "enum": list(KINDS)},
+    "payload": {"type": "object"},
+    "retry": {"type": "object", "additionalProperties": False, "properties": {
+        "max_attempts": {"type": "integer", "minimum": 1, "maximum": 100},
+        "backoff_base_seconds": _DURATION, "backoff_max_seconds": _DURATION,
+        "jitter": {"type": "string", "enum": ["full", "equal", "none"]}}},
+    "timeout_seconds": _DURATION,
+    "overlap": {"type": "string", "enum": [o.value for o in Overlap]},
+    "catchup_window_seconds": _DURATION,
+    "paused": {"type": "boolean"},
+    "tags": {"type": "array", "maxItems": 20, "items": {"type": "string"}},
+    "delivery": {"type": "string", "enum": ["at_least_once", "at_most_once"]},
+}
+
+JOB_DOCUMENT: dict[str, Any] = {
+    "type": "object", "required": ["name", "schedule", "kind", "payload"],
+    "properties": _FIELDS, "additionalProperties": False,
+    "example": {"name": "nightly-report", "schedule": {"cron": "0 3 * * *",
+                                                       "timezone": "Europe/Berlin"},
+                "kind": "http", "payload": {"url": "https://example.org/hook"}},
+}
+JOB_CHANGES: dict[str, Any] = {"type": "object", "properties": _FIELDS,
+                               "additionalProperties": False,
+                               "example": {"paused": True, "tags": ["reports"]}}
+
+
+def body(schema: dict[str, Any]) -> dict[str, Any]:
+    """``openapi_extra`` for an operation whose JSON body has this schema."""
+    return {"requestBody": {"required": True,
+                            "content": {"application/json": {"schema": schema}}}}
+
+
+CREATE_BODY = body({"oneOf": [JOB_DOCUMENT, {"type": "array", "items": JOB_DOCUMENT,
+                                             "minItems": 1, "maxItems": 1000}]})
+PATCH_BODY = body(JOB_CHANGES)
+PREVIEW_BODY = body({
+    "type": "object", "required": ["schedule"], "additionalProperties": False,
+    "properties": {"schedule": SCHEDULE, "count": {"type": "integer", "minimum": 1,
+                                                   "maximum": 100},
+                   "after": _INSTANT},
+    "example": {"schedule": {"cron": "*/15 9-17 * * 1-5", "timezone": "Europe/Berlin"},
+                "count": 5}})
+BACKFILL_BODY = body({
+    "type": "object", "required": ["from", "to"], "additionalProperties": False,
+    "properties": {"from": _INSTANT, "to": _INSTANT,
+                   "limit": {"type": "integer", "minimum": 1, "maximum": 1000}},
+    "example": {"from": "2030-01-01T00:00:00Z", "to": "2030-01-02T00:00:00Z"}})
+TOKEN_BODY = body({
+    "type": "object", "required": ["name", "scope"], "additionalProperties": False,
+    "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 64},
+                   "scope": {"type": "string", "enum": ["read", "write", "admin"]}}})
+
+STATES = [s.value for s in OccurrenceState]

@@ -1,0 +1,1 @@
+"""The dashboard: static HTML, CSS and JavaScript that talk only to the REST API."""

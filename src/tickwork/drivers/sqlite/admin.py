@@ -1,0 +1,173 @@
+"""The SQLite AdminStore: queues, aggregates and API tokens, on the SqliteStore's connection.
+
+It shares the store's ``Connection`` (one thread, one SQLite connection) rather than opening a
+second one, so its writes queue behind the store's instead of contending for the file lock.
+The tables come from the store's own migrations (003_queues_tokens.sql).
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Iterable
+from datetime import timedelta
+
+from tickwork.drivers import admin as a
+from tickwork.drivers.sqlfiles import load_queries
+from tickwork.drivers.sqlite.connection import Connection, write_transaction
+from tickwork.drivers.sqlite.rows import from_us, from_us_or_none, to_us
+from tickwork.drivers.sqlite.store import SqliteStore
+from tickwork.errors import Conflict
+
+Q = load_queries("tickwork.drivers.sqlite", "admin_queries")
+MINUTE_US = 60_000_000
+
+
+class SqliteAdmin:
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    @classmethod
+    def for_store(cls, store: SqliteStore) -> SqliteAdmin:
+        # The store keeps its Connection private; sharing it is the point (one thread, one lock).
+        return cls(store._conn)
+
+    async def health_check(self) -> None:
+        await self._conn.run(lambda conn: conn.execute("SELECT 1").fetchone())
+
+    # -- queues ------------------------------------------------------------------------------
+
+    async def queue_list(self, p: a.QueueListParams) -> list[a.QueueInfo]:
+        def run(conn: sqlite3.Connection) -> list[a.QueueInfo]:
+            rows = conn.execute(Q["queue_list"], {"now": to_us(p.now), "name": None})
+            return [_queue(r) for r in rows]
+
+        return await self._conn.run(run)
+
+    async def queue_set_paused(self, p: a.QueueSetPausedParams) -> a.QueueInfo:
+        def run(conn: sqlite3.Connection) -> a.QueueInfo:
+            now = to_us(p.now)
+            with write_transaction(conn):
+                conn.execute(Q["queue_set_paused"], (p.name, int(p.paused), now))
+            row = conn.execute(Q["queue_list"], {"now": now, "name": p.name}).fetchone()
+            return _queue(row)
+
+        return await self._conn.run(run)
+
+    # -- aggregates --------------------------------------------------------------------------
+
+    async def stats_get(self, p: a.StatsParams) -> a.Stats:
+        minutes = max(1, math.ceil(p.window_seconds / 60))
+        last = to_us(p.now) // MINUTE_US
+        first = last - minutes + 1
+        since = first * MINUTE_US
+
+        def run(conn: sqlite3.Connection) -> a.Stats:
+            jobs = conn.execute(Q["stats_jobs"]).fetchone()
+            states = {r["state"]: r["n"] for r in conn.execute(Q["stats_states"])}
+            outcomes = {r["outcome"] or "unknown": r["n"]
+                        for r in conn.execute(Q["stats_outcomes"], (since,))}
+            finished = {r["minute"]: r["n"]
+                        for r in conn.execute(Q["stats_finished_per_minute"], (since,))}
+            late = {r["minute"]: (r["avg_us"], r["max_us"])
+                    for r in conn.execute(Q["stats_lateness_per_minute"], (since, since))}
+            points = []
+            for minute in range(first, last + 1):
+                avg_us, max_us = late.get(minute, (None, None))
+                points.append(a.MinutePoint(
+                    minute=from_us(minute * MINUTE_US), finished=finished.get(minute, 0),
+                    lateness_avg_seconds=None if avg_us is None else avg_us / 1e6,
+                    lateness_max_seconds=None if max_us is None else max_us / 1e6))
+            return a.Stats(jobs=jobs["jobs"], jobs_paused=jobs["paused"],
+                           occurrences_by_state=states, attempts_by_outcome=outcomes,
+                           per_minute=points)
+
+        return await self._conn.run(run)
+
+    async def job_status_get(self, p: a.JobStatusParams) -> a.JobStatus:
+        def run(conn: sqlite3.Connection) -> a.JobStatus:
+            states = {r["state"]: r["n"] for r in conn.execute(Q["job_states"], (p.job_id,))}
+            last = conn.execute(Q["job_last_run"], (p.job_id,)).fetchone()
+            ended = conn.execute(Q["job_last_finished"], (p.job_id, max(1, p.last_n))).fetchall()
+            succeeded = sum(1 for r in ended if r["state"] == "succeeded")
+            lateness: list[float] = []
+            timed = {r["scheduled_at"] for r in ended if r["trigger"] == "schedule"}
+            if timed:
+                starts = conn.execute(Q["job_first_starts"], (p.job_id, min(timed)))
+                lateness = sorted((r["started_at"] - r["scheduled_at"]) / 1e6
+                                  for r in starts if r["scheduled_at"] in timed)
+            return a.JobStatus(
+                job_id=p.job_id,
+                last_scheduled_at=from_us_or_none(last["scheduled_at"] if last else None),
+                last_state=last["state"] if last else None,
+                finished=len(ended), succeeded=succeeded,
+                success_rate=succeeded / len(ended) if ended else None,
+                lateness_avg_seconds=sum(lateness) / len(lateness) if lateness else None,
+                lateness_p95_seconds=_percentile(lateness, 0.95),
+                waiting=sum(states.get(s, 0) for s in ("scheduled", "queued", "retrying")),
+                running=states.get("running", 0), by_state=states)
+
+        return await self._conn.run(run)
+
+    # -- tokens ------------------------------------------------------------------------------
+
+    async def token_create(self, p: a.TokenCreateParams) -> a.TokenInfo:
+        def run(conn: sqlite3.Connection) -> a.TokenInfo:
+            try:
+                with write_transaction(conn):
+                    conn.execute(Q["token_insert"], (p.id, p.name, p.scope.value, p.token_hash,
+                                                     to_us(p.now)))
+            except sqlite3.IntegrityError as exc:
+                raise Conflict(f"an active token is already named {p.name!r}") from exc
+            return _token(conn.execute(Q["token_by_id"], (p.id,)).fetchone())
+
+        return await self._conn.run(run)
+
+    async def token_list(self) -> list[a.TokenInfo]:
+        return await self._conn.run(
+            lambda conn: [_token(r) for r in conn.execute(Q["token_list"])])
+
+    async def token_authenticate(self, p: a.TokenAuthenticateParams) -> a.TokenInfo | None:
+        def run(conn: sqlite3.Connection) -> a.TokenInfo | None:
+            row = conn.execute(Q["token_by_hash"], (p.token_hash,)).fetchone()
+            if row is None:
+                return None
+            token = _token(row)
+            stale = p.now - timedelta(seconds=p.touch_after_seconds)
+            if token.last_used_at is None or token.last_used_at < stale:
+                with write_transaction(conn):
+                    conn.execute(Q["token_touch"], (to_us(p.now), token.id))
+            return token
+
+        return await self._conn.run(run)
+
+    async def token_revoke(self, p: a.TokenRevokeParams) -> a.TokenInfo:
+        def run(conn: sqlite3.Connection) -> a.TokenInfo:
+            with write_transaction(conn):
+                rows = conn.execute(Q["token_active_by_ref"], (p.ref, p.ref)).fetchall()
+                if not rows:
+                    raise a.TokenNotFound(p.ref)
+                conn.execute(Q["token_revoke"], (to_us(p.now), rows[0]["id"]))
+            return _token(conn.execute(Q["token_by_id"], (rows[0]["id"],)).fetchone())
+
+        return await self._conn.run(run)
+
+
+def _queue(row: sqlite3.Row) -> a.QueueInfo:
+    return a.QueueInfo(name=row["name"], paused=bool(row["paused"]), waiting=row["waiting"],
+                       due=row["due"], running=row["running"])
+
+
+def _token(row: sqlite3.Row) -> a.TokenInfo:
+    return a.TokenInfo(id=row["id"], name=row["name"], scope=a.Scope(row["scope"]),
+                       created_at=from_us(row["created_at"]),
+                       last_used_at=from_us_or_none(row["last_used_at"]),
+                       revoked_at=from_us_or_none(row["revoked_at"]))
+
+
+def _percentile(sorted_values: Iterable[float], q: float) -> float | None:
+    """Nearest-rank percentile of already sorted values."""
+    values = list(sorted_values)
+    if not values:
+        return None
+    return values[max(0, math.ceil(q * len(values)) - 1)]

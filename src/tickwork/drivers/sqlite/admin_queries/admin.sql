@@ -1,0 +1,84 @@
+-- Queries of the SQLite AdminStore (drivers/sqlite/admin.py). Instants are microseconds, UTC.
+
+-- name: queue_list
+-- Every queue with jobs, unfinished occurrences or a pause row; ? = now (for "due").
+WITH names AS (
+    SELECT queue AS name FROM jobs WHERE deleted_at IS NULL
+    UNION SELECT queue FROM occurrences WHERE state IN ('scheduled', 'queued', 'retrying', 'running')
+    UNION SELECT name FROM queues
+)
+SELECT n.name AS name,
+       COALESCE((SELECT q.paused FROM queues q WHERE q.name = n.name), 0) AS paused,
+       (SELECT COUNT(*) FROM occurrences o WHERE o.queue = n.name
+          AND o.state IN ('scheduled', 'queued', 'retrying')) AS waiting,
+       (SELECT COUNT(*) FROM occurrences o WHERE o.queue = n.name
+          AND o.state IN ('scheduled', 'queued', 'retrying') AND o.due_at <= :now) AS due,
+       (SELECT COUNT(*) FROM occurrences o WHERE o.queue = n.name AND o.state = 'running') AS running
+FROM names n
+WHERE :name IS NULL OR n.name = :name
+ORDER BY n.name
+
+-- name: queue_set_paused
+INSERT INTO queues (name, paused, updated_at) VALUES (?, ?, ?)
+ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
+
+-- name: stats_jobs
+SELECT COUNT(*) AS jobs, COALESCE(SUM(paused), 0) AS paused FROM jobs WHERE deleted_at IS NULL
+
+-- name: stats_states
+SELECT state, COUNT(*) AS n FROM occurrences GROUP BY state
+
+-- name: stats_outcomes
+SELECT outcome, COUNT(*) AS n FROM attempts
+WHERE finished_at IS NOT NULL AND finished_at >= ? GROUP BY outcome
+
+-- name: stats_finished_per_minute
+SELECT finished_at / 60000000 AS minute, COUNT(*) AS n FROM attempts
+WHERE finished_at IS NOT NULL AND finished_at >= ? GROUP BY minute
+
+-- name: stats_lateness_per_minute
+-- First attempts of scheduled occurrences: how long after its time each one started.
+SELECT a.started_at / 60000000 AS minute, AVG(a.started_at - a.scheduled_at) AS avg_us,
+       MAX(a.started_at - a.scheduled_at) AS max_us
+FROM attempts a JOIN occurrences o ON o.job_id = a.job_id AND o.scheduled_at = a.scheduled_at
+WHERE a.finished_at IS NOT NULL AND a.finished_at >= ? AND a.started_at >= ? AND a.number = 1
+  AND o.trigger = 'schedule'
+GROUP BY minute
+
+-- name: job_states
+SELECT state, COUNT(*) AS n FROM occurrences WHERE job_id = ? GROUP BY state
+
+-- name: job_last_run
+SELECT scheduled_at, state FROM occurrences
+WHERE job_id = ? AND state NOT IN ('scheduled', 'queued')
+ORDER BY scheduled_at DESC LIMIT 1
+
+-- name: job_last_finished
+SELECT scheduled_at, state, trigger FROM occurrences
+WHERE job_id = ? AND state IN ('succeeded', 'dead', 'crashed', 'missed', 'skipped_overlap', 'cancelled')
+ORDER BY scheduled_at DESC LIMIT ?
+
+-- name: job_first_starts
+SELECT scheduled_at, started_at FROM attempts
+WHERE job_id = ? AND number = 1 AND started_at IS NOT NULL AND scheduled_at >= ?
+
+-- name: token_insert
+INSERT INTO api_tokens (id, name, scope, token_hash, created_at) VALUES (?, ?, ?, ?, ?)
+
+-- name: token_by_hash
+SELECT * FROM api_tokens WHERE token_hash = ? AND revoked_at IS NULL
+
+-- name: token_touch
+UPDATE api_tokens SET last_used_at = ? WHERE id = ?
+
+-- name: token_list
+SELECT * FROM api_tokens ORDER BY created_at, id
+
+-- name: token_active_by_ref
+SELECT * FROM api_tokens WHERE (id = ? OR name = ?) AND revoked_at IS NULL
+
+-- name: token_by_id
+SELECT * FROM api_tokens WHERE id = ?
+
+-- name: token_revoke
+UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL
