@@ -64,6 +64,8 @@ class Harness:
 
 
 def make_executors(**overrides: Any) -> dict[str, Any]:
+    # The tests' HTTP servers listen on 127.0.0.1, which the SSRF guard refuses by default.
+    overrides = {"outbound_allow": ("127.0.0.1",), **overrides}
     settings = ExecutorSettings(python_allowed_modules=("tickwork.testing",), **overrides)
     return build_executors(settings)
 

@@ -131,7 +131,19 @@ def test_unknown_setting_in_the_environment_is_an_error(tw: Any,
     assert "TICKWORK_DATABSE_URL" in err
 
 
-def test_postgres_url_says_it_is_not_available_yet(tw: Any) -> None:
-    code, _, err = tw("jobs", "list", "--database", "postgresql://localhost/x")
-    assert code == 2
-    assert "PostgreSQL driver is not part of this version yet" in err
+def test_postgres_url_migrates_creates_and_lists(tw: Any) -> None:
+    from tickwork.testing.postgres import scratch_database
+
+    with scratch_database() as url:
+        code, out, err = tw("migrate", "--database", url)
+        assert (code, out) == (0, f"database {url} is up to date\n"), err
+        docs = [{**PY_JOB, "name": f"pg-{i}"} for i in range(3)]
+        code, out, err = tw("jobs", "create", "--json", "-", "--database", url,
+                            stdin=json.dumps(docs))
+        assert (code, out) == (0, "created 3 jobs\n"), err
+        code, out, _ = tw("jobs", "list", "--json", "--database", url)
+        assert [j["name"] for j in json.loads(out)] == ["pg-0", "pg-1", "pg-2"]
+    code, _, err = tw("jobs", "list", "--database", "postgresql://u:hunter2@127.0.0.1:1/x")
+    assert code == 1
+    assert "cannot connect" in err
+    assert "hunter2" not in err

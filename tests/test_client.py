@@ -14,6 +14,7 @@ from tickwork import registry
 from tickwork.client import AsyncClient, Client
 from tickwork.clock import FakeClock
 from tickwork.config import Settings
+from tickwork.demo import tick
 from tickwork.errors import Conflict, JobNotFound, ValidationError
 from tickwork.models import OccurrenceState, Trigger
 from tickwork.service import Service
@@ -85,7 +86,9 @@ def test_decorator_rejects_bad_declarations_at_import() -> None:
     with pytest.raises(TypeError, match=r"exactly one of cron=, every= or at="):
         tickwork.job(cron="* * * * *", every="1m")
     with pytest.raises(ValidationError, match=r"schedule\.cron"):
-        tickwork.job(cron="* * *")(lambda: None)
+        tickwork.job(cron="* * *")(tick)
+    with pytest.raises(TypeError, match=r"needs a module-level function"):
+        tickwork.job(cron="* * * * *")(lambda: None)
 
 
 async def test_service_creates_declared_jobs_and_allows_their_module(tmp_path: Path) -> None:

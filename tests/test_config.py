@@ -433,3 +433,30 @@ def test_the_documented_errors_are_the_real_ones(tmp_path: Path) -> None:
                 {"TICKWORK_PLANNER_INTERVAL_SECONDS": "10"},
                 {"TICKWORK_DATABASE_URL": "mysql://u:pw@db/x"}):
         assert str(error_of(env=env)) in documented
+
+
+# --- PostgreSQL deployment settings --------------------------------------------------------
+
+
+def test_retention_and_shards_from_env_and_their_bounds() -> None:
+    settings = load_settings(env={"TICKWORK_RETENTION_DAYS": "7", "TICKWORK_SHARD_COUNT": "128"})
+    assert (settings.retention_days, settings.shard_count) == (7, 128)
+    assert (Settings().retention_days, Settings().shard_count) == (30, 64)
+    for changes, message in (
+        ({"retention_days": 0}, "retention_days: must be at least 1 (got 0)"),
+        ({"shard_count": 0}, "shard_count: must be from 1 to 4096 (got 0)"),
+        ({"shard_count": 5000}, "shard_count: must be from 1 to 4096 (got 5000)"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            dataclasses.replace(Settings(), **changes).validate()
+        assert str(info.value) == message
+
+
+# --- the API's settings ------------------------------------------------------------------------
+
+def test_open_access_is_for_loopback_only() -> None:
+    assert load_settings(env={"TICKWORK_OPEN_ACCESS": "true"}).open_access is True
+    assert load_settings(env={}, flags={"host": "::1", "open_access": True}).open_access is True
+    with pytest.raises(ConfigError, match="open_access: is allowed only when host is a loopback"):
+        load_settings(env={}, flags={"host": "0.0.0.0", "open_access": True})
+    assert load_settings(env={"TICKWORK_API_ENABLED": "false"}).api_enabled is False

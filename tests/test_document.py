@@ -102,6 +102,10 @@ REJECTIONS = [
     (doc(name=" ping"), "name", "must not start or end with whitespace"),
     (doc(name="ping\u00a0"), "name", "must not start or end with whitespace"),
     (doc(name="a\x00b"), "name", "must not contain NUL characters"),
+    (doc(name="<script>alert(1)</script>"), "name",
+     "must not contain / < > (not allowed: \" & ' / < > \\ `)"),
+    (doc(name="reports/daily"), "name",
+     "must not contain / (not allowed: \" & ' / < > \\ `)"),
     # queue
     (doc(queue="bad queue"), "queue", f"{QUEUE_NAME_RULE} (got 'bad queue')"),
     (doc(queue=""), "queue", f"{QUEUE_NAME_RULE} (got '')"),
@@ -280,7 +284,7 @@ def test_rejections_name_the_field_and_the_reason(document: object, field: str,
 
 
 @pytest.mark.parametrize(("document", "field"), [
-    (doc(kind="slack"), "kind"),  # a kind tickwork knows but no executor offers yet
+    (doc(kind="slack"), "payload.url"),  # the http payload does not fit a slack job
     (doc(payload={}), "payload.url"),
     (doc(payload={"url": "ftp://example.org"}), "payload.url"),
     (doc(kind="python"), "payload.url"),  # the http payload does not fit a python job

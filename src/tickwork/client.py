@@ -10,13 +10,26 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from tickwork.clock import Clock, SystemClock
-from tickwork.document import parse_job_document
+from tickwork.document import QUEUE_NAME, QUEUE_NAME_RULE, parse_job_document
 from tickwork.drivers import open_store
+from tickwork.drivers.admin import (
+    AdminStore,
+    JobStatus,
+    JobStatusParams,
+    QueueInfo,
+    QueueListParams,
+    QueueSetPausedParams,
+    Stats,
+    StatsParams,
+    admin_for,
+)
 from tickwork.drivers.base import (
+    MAX_BATCH,
     JobCreateManyParams,
     JobCreateParams,
     JobDeleteParams,
@@ -34,6 +47,14 @@ from tickwork.schedules import compile_schedule, preview
 
 T = TypeVar("T")
 JobInput = Mapping[str, Any] | JobSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Backfill:
+    """What a backfill stored: one occurrence per fire time, ``created`` of them new."""
+
+    occurrences: list[Occurrence]
+    created: int
 
 
 def first_run(spec: JobSpec, now: datetime) -> datetime | None:
@@ -63,6 +84,14 @@ class AsyncClient:
         self.store = store
         self.clock = clock or SystemClock()
         self.on_change = on_change  # the embedded service wakes its workers through this
+        self._admin: AdminStore | None = None
+
+    @property
+    def admin(self) -> AdminStore:
+        """Queues, aggregates and tokens: the store's admin driver (drivers/admin.py)."""
+        if self._admin is None:
+            self._admin = admin_for(self.store)
+        return self._admin
 
     @classmethod
     async def open(cls, database: str = "sqlite:///tickwork.db", *, clock: Clock | None = None,
@@ -164,6 +193,71 @@ class AsyncClient:
                       after: datetime | None = None) -> list[datetime]:
         spec = (await self.store.job_get(job)).spec if isinstance(job, str) else to_spec(job)
         return preview(compile_schedule(spec.schedule), after or self.clock.now(), n)
+
+    async def backfill(self, ref: str, since: datetime, until: datetime, *,
+                       limit: int = MAX_BATCH) -> Backfill:
+        """Occurrences for each fire time in ``[since, until)``, due now, with trigger
+        ``backfill``. Idempotent: a fire time that already has an occurrence keeps it."""
+        job = await self.store.job_get(ref)
+        now = self.clock.now()
+        if since >= until:
+            raise ValidationError("until", "must be after 'from'")
+        if until > now:
+            raise ValidationError("until", "must not be in the future; a backfill fills the past")
+        bound = min(limit, MAX_BATCH)
+        schedule = compile_schedule(job.spec.schedule)
+        times: list[datetime] = []
+        t = schedule.first_at_or_after(since)
+        while t is not None and t < until:
+            if len(times) == bound:
+                raise ValidationError("until", f"the range has more than {bound} fire times; "
+                                      "backfill it in smaller ranges")
+            times.append(t)
+            t = schedule.next_after(t)
+        if not times:
+            return Backfill(occurrences=[], created=0)
+        before = await self.store.occurrence_list(OccurrenceListParams(
+            job_id=job.id, since=times[0], until=times[-1] + timedelta(microseconds=1),
+            limit=MAX_BATCH))
+        existing = {o.scheduled_at for o in before}
+        stored = await self.store.occurrence_insert(OccurrenceInsertParams(occurrences=[
+            NewOccurrence(job_id=job.id, scheduled_at=t, due_at=now, queue=job.spec.queue,
+                          priority=job.spec.priority, max_attempts=job.spec.retry.max_attempts,
+                          trigger=Trigger.BACKFILL) for t in times], now=now))
+        created = sum(1 for t in times if t not in existing)  # for the report only
+        self._changed()
+        return Backfill(occurrences=stored, created=created)
+
+    async def job_status(self, ref: str, last_n: int = 100) -> tuple[Job, JobStatus]:
+        """The job and how it has been doing over its last ``last_n`` finished runs."""
+        job = await self.store.job_get(ref)
+        status = await self.admin.job_status_get(
+            JobStatusParams(job_id=job.id, now=self.clock.now(), last_n=last_n))
+        return job, status
+
+    # -- queues and stats --------------------------------------------------------------------
+
+    async def list_queues(self) -> list[QueueInfo]:
+        return await self.admin.queue_list(QueueListParams(now=self.clock.now()))
+
+    async def pause_queue(self, name: str) -> QueueInfo:
+        """Stop claims from this queue (running attempts finish); planning goes on."""
+        return await self._set_queue_paused(name, paused=True)
+
+    async def resume_queue(self, name: str) -> QueueInfo:
+        info = await self._set_queue_paused(name, paused=False)
+        self._changed()
+        return info
+
+    async def _set_queue_paused(self, name: str, *, paused: bool) -> QueueInfo:
+        if not QUEUE_NAME.fullmatch(name):
+            raise ValidationError("queue", QUEUE_NAME_RULE)
+        return await self.admin.queue_set_paused(
+            QueueSetPausedParams(name=name, paused=paused, now=self.clock.now()))
+
+    async def stats(self, window_seconds: int = 3600) -> Stats:
+        return await self.admin.stats_get(
+            StatsParams(now=self.clock.now(), window_seconds=window_seconds))
 
     # -- runs --------------------------------------------------------------------------------
 

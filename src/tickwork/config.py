@@ -20,18 +20,24 @@ from typing import Any, Literal
 from tickwork.document import QUEUE_NAME, QUEUE_NAME_RULE
 from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors.base import ExecutorSettings
+from tickwork.executors.email import check_settings as check_smtp_settings
+from tickwork.executors.http import parse_endpoint_secrets
+from tickwork.executors.ssrf import OutboundPolicy
 from tickwork.schedules import parse_duration
+from tickwork.secrets import check_name, config_reference
 
 CONFIG_FILE = "tickwork.toml"
 CONFIG_ENV = "TICKWORK_CONFIG"
 DEFAULT_CONCURRENCY = 16
 MAX_CONCURRENCY = 10_000
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
-# TICKWORK_* variables that are not settings: the config path, the variables a shell job gets
-# (a job may itself run the tickwork CLI), and the test suite's own.
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+# TICKWORK_* variables that are not settings: the config path, the secrets key (read only from
+# the environment, by tickwork.secrets, so it never sits in a settings object or a TOML file),
+# the variables a shell job gets (a job may itself run the tickwork CLI), and the test suite's.
 NOT_SETTINGS = frozenset({
-    CONFIG_ENV, "TICKWORK_IDEMPOTENCY_KEY", "TICKWORK_ATTEMPT", "TICKWORK_SCHEDULED_AT",
-    "TICKWORK_DEADLINE", "TICKWORK_JOB_ID", "TICKWORK_JOB_NAME",
+    CONFIG_ENV, "TICKWORK_SECRET_KEY", "TICKWORK_IDEMPOTENCY_KEY", "TICKWORK_ATTEMPT",
+    "TICKWORK_SCHEDULED_AT", "TICKWORK_DEADLINE", "TICKWORK_JOB_ID", "TICKWORK_JOB_NAME",
 })
 NOT_SETTINGS_PREFIXES = ("TICKWORK_TEST_",)
 
@@ -57,9 +63,13 @@ class Settings:
     heartbeat_seconds: float = 10.0
     shutdown_grace_seconds: float = 30.0
     rescue_interval_seconds: float = 5.0
+    retention_days: int = 30  # PostgreSQL: run history older than this is pruned
+    shard_count: int = 64  # PostgreSQL: shards jobs are spread over (fixed when first migrated)
     log_level: str = "info"
     executors: ExecutorSettings = field(default_factory=ExecutorSettings)
     demo: bool = False
+    api_enabled: bool = True  # `tickwork run` serves the API and dashboard on host:port
+    open_access: bool = False  # no token needed: loopback hosts only
 
     def validate(self) -> None:
         """Raise ConfigError for the first value out of bounds or in conflict with another."""
@@ -71,6 +81,11 @@ class Settings:
             raise ConfigError("host", "must not be empty")
         if not 0 <= self.port <= 65535:
             raise ConfigError("port", f"must be from 0 to 65535 (got {self.port})")
+        if self.open_access and self.host not in LOOPBACK_HOSTS:
+            raise ConfigError(
+                "open_access", "is allowed only when host is a loopback address "
+                f"({', '.join(LOOPBACK_HOSTS)}); got host {self.host!r}. Create a token with "
+                "'tickwork tokens create' instead")
         if self.worker_id is not None and not self.worker_id.strip():
             raise ConfigError("worker_id", "must not be empty")
         for name in _SECONDS:
@@ -81,6 +96,10 @@ class Settings:
                 ok, bound = value > 0, "greater than 0"
             if not (ok and math.isfinite(value)):
                 raise ConfigError(name, f"must be a finite number {bound} (got {_fmt(value)})")
+        if self.retention_days < 1:
+            raise ConfigError("retention_days", f"must be at least 1 (got {self.retention_days})")
+        if not 1 <= self.shard_count <= 4096:
+            raise ConfigError("shard_count", f"must be from 1 to 4096 (got {self.shard_count})")
         _check_less("heartbeat_seconds", self.heartbeat_seconds,
                     "lease_seconds", self.lease_seconds, strict=True)
         _check_less("planner_interval_seconds", self.planner_interval_seconds,
@@ -156,8 +175,12 @@ _SETTING_KINDS: dict[str, _Kind] = {
     "heartbeat_seconds": "seconds",
     "shutdown_grace_seconds": "seconds",
     "rescue_interval_seconds": "seconds",
+    "retention_days": "int",
+    "shard_count": "int",
     "log_level": "str",
     "demo": "bool",
+    "api_enabled": "bool",
+    "open_access": "bool",
 }
 _SECONDS = tuple(name for name, kind in _SETTING_KINDS.items() if kind == "seconds")
 
@@ -417,6 +440,33 @@ def _check_executors(executors: ExecutorSettings) -> None:
             "executors.shell_allowed_executables",
             "must name at least one executable when executors.shell_enabled is true",
         )
+    _check_outbound(executors)
+
+
+def _check_outbound(executors: ExecutorSettings) -> None:
+    """The SSRF allowlist, webhook signing secrets and SMTP settings."""
+    OutboundPolicy(executors.outbound_allow)  # raises ConfigError naming the bad entry
+    field = "executors.webhook_signing_secrets"
+    try:
+        for _, name in parse_endpoint_secrets(executors.webhook_signing_secrets):
+            check_name(name, field)
+    except ValidationError as exc:
+        raise ConfigError(field, exc.reason) from None
+    except ValueError as exc:
+        raise ConfigError(field, str(exc)) from None
+    if executors.smtp_port > 65535:
+        raise ConfigError("executors.smtp_port",
+                          f"must be from 1 to 65535 (got {executors.smtp_port})")
+    problem = check_smtp_settings(executors)
+    if problem is not None:
+        name, _, reason = problem.partition(" ")
+        raise ConfigError(f"executors.{name}", reason)
+    secret = config_reference(executors.smtp_password)
+    if secret is not None:
+        try:
+            check_name(secret, "executors.smtp_password")
+        except ValidationError as exc:
+            raise ConfigError(exc.field, f"{exc.reason} (after $secret:)") from None
 
 
 def _fmt(seconds: float) -> str:

@@ -26,6 +26,7 @@ from tickwork.retry import worst_case_retry_span
 from tickwork.schedules import compile_schedule, load_zone, parse_duration
 
 NAME_MAX_CHARS = 200
+NAME_FORBIDDEN = frozenset("<>\"'&/\\`")
 PAYLOAD_MAX_BYTES = 64 * 1024
 TAGS_MAX = 20
 PRIORITY_RANGE = (-1000, 1000)
@@ -165,6 +166,11 @@ def _name(value: object, field: str) -> str:
         raise ValidationError(field, "must not contain control characters")
     if name != name.strip():
         raise ValidationError(field, "must not start or end with whitespace")
+    forbidden = sorted({char for char in name if char in NAME_FORBIDDEN})
+    if forbidden:
+        # Markup and path characters: a name is shown in pages and used in API paths.
+        raise ValidationError(field, f"must not contain {' '.join(forbidden)} "
+                              f"(not allowed: {' '.join(sorted(NAME_FORBIDDEN))})")
     return name
 
 

@@ -49,6 +49,15 @@ class StoreUnavailable(StoreError, ConnectionError):
     """The store cannot be reached or is locked by another process."""
 
 
+class DispatchError(TickworkError):
+    """The dispatch (Redis) failed in a way the caller cannot fix; driver errors become this."""
+
+
+class DispatchUnavailable(DispatchError, ConnectionError):
+    """The dispatch cannot be reached, is loading, read-only or out of memory: callers switch
+    to degraded mode (claiming straight from the store) until it is back."""
+
+
 # Job outcomes as values. An executor returns one; a Python job may also raise Fail or Cancel.
 
 

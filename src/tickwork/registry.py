@@ -43,6 +43,9 @@ def job(
         schedule = {"at": at}
 
     def register(fn: F) -> F:
+        if "<" in fn.__qualname__:  # <locals> or <lambda>: nothing a worker could import
+            raise TypeError(f"@tickwork.job needs a module-level function; {fn.__qualname__} "
+                            "cannot be imported by a worker")
         target = f"{fn.__module__}:{fn.__qualname__}"
         payload: dict[str, Any] = {"callable": target}
         if args:

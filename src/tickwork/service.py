@@ -30,9 +30,11 @@ from tickwork.drivers.sqlite.connection import path_from_url
 from tickwork.errors import JobNotFound, StoreUnavailable
 from tickwork.executors import build_executors
 from tickwork.executors.base import Executor
+from tickwork.metrics import Metrics
 from tickwork.models import Claim
 from tickwork.scheduler.planner import Planner
 from tickwork.scheduler.rescuer import Rescuer
+from tickwork.secrets import resolver_for as secret_resolver_for
 from tickwork.worker.outcomes import Result
 from tickwork.worker.pool import WorkerPool
 
@@ -54,6 +56,8 @@ class Service:
         self.rescuer: Rescuer | None = None
         self.client = AsyncClient(self.store, clock=self.clock, on_change=self._wake)
         self._lock: IO[str] | None = None
+        self.metrics = Metrics()
+        self.api: Any = None  # tickwork.api.server.ApiServer while serving
         self._stopped = asyncio.Event()
 
     async def start(self) -> None:
@@ -67,7 +71,8 @@ class Service:
                    "tickwork.demo"}
         self.executor_settings = replace(executor_settings,
                                          python_allowed_modules=tuple(sorted(allowed)))
-        self.executors = build_executors(self.executor_settings)
+        self.executors = build_executors(self.executor_settings,
+                                         secret_resolver_for(self.settings.database))
 
         s = self.settings
         self.pool = WorkerPool(
@@ -81,7 +86,7 @@ class Service:
         sole = self.pool.worker_id if self._lock is not None else None
         self.rescuer = Rescuer(store=self.store, clock=self.clock,
                                interval_seconds=s.rescue_interval_seconds, sole_worker=sole,
-                               on_rescued=lambda _: self._wake())
+                               on_rescued=self._on_rescued)
         await self.rescuer.run_once(self.clock.now())  # orphans of a crashed predecessor
         await self._sync_jobs([*jobs, *(DEMO_JOBS if s.demo else [])])
         self.planner.start()
@@ -89,11 +94,16 @@ class Service:
         self.pool.start()
         log.info("tickwork is running: database %s, queues %s, worker %s", s.database,
                  ", ".join(f"{q}:{c}" for q, c in s.queues), self.pool.worker_id)
+        if s.api_enabled:
+            await self._start_api()
 
     async def stop(self) -> None:
         """Graceful: stop planning and claiming, let running attempts finish (G10)."""
         log.info("stopping: no new runs; waiting up to %gs for running ones",
                  self.settings.shutdown_grace_seconds)
+        if self.api is not None:
+            await self.api.stop()
+            self.api = None
         if self.planner is not None:
             await self.planner.stop()
         if self.rescuer is not None:
@@ -154,8 +164,30 @@ class Service:
         if self.pool is not None:
             self.pool.wake()
 
+    async def _start_api(self) -> None:
+        from tickwork.api.app import create_app  # noqa: PLC0415  (FastAPI loads only to serve)
+        from tickwork.api.server import ApiServer  # noqa: PLC0415
+
+        s = self.settings
+        app = create_app(self.client, open_access=s.open_access, allowed_hosts=[s.host],
+                         metrics=self.metrics)
+        self.api = ApiServer(app, host=s.host, port=s.port)
+        await self.api.start()
+        if s.open_access:
+            why = " (--demo implies --open on loopback)" if s.demo else ""
+            log.warning("dashboard: %s/dashboard/ -- OPEN ACCESS, no token needed%s",
+                        self.api.url, why)
+        else:
+            log.info("dashboard: %s/dashboard/ (sign in with a token from "
+                     "'tickwork tokens create')", self.api.url)
+
+    def _on_rescued(self, rescued: list[Any]) -> None:
+        self.metrics.rescued(len(rescued))
+        self._wake()
+
     def _log_run(self, claim: Claim, result: Result, started: datetime,
                  finished: datetime) -> None:
+        self.metrics.attempt_finished(claim, result, started, finished)
         occ = claim.occurrence
         late_ms = (started - occ.scheduled_at).total_seconds() * 1000
         took_ms = (finished - started).total_seconds() * 1000

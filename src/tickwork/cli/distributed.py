@@ -1,9 +1,61 @@
-"""CLI commands: filled in with the distributed work."""
+"""``tickwork scheduler`` and ``tickwork worker``: the postgres deployment's processes."""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+
+from tickwork.cli.common import add_store_options, settings_from
+
+log = logging.getLogger("tickwork.cli")
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """No commands yet."""
+    scheduler = commands.add_parser(
+        "scheduler", help="plan jobs, rescue expired leases and prune history (PostgreSQL); "
+        "run as many as you like")
+    add_store_options(scheduler)
+    scheduler.add_argument("--scheduler-id", metavar="NAME",
+                           help="name this scheduler in shard leases and logs")
+    scheduler.add_argument("--log-level", default=None,
+                           help="debug, info (default), warning, error")
+    scheduler.set_defaults(handler=run_scheduler)
+
+    worker = commands.add_parser(
+        "worker", help="claim and run due jobs of some queues (PostgreSQL); "
+        "run as many as you like")
+    add_store_options(worker)
+    worker.add_argument("--queues", metavar="SPEC", help="queues and their concurrency, "
+                        "e.g. default:16,mail:4")
+    worker.add_argument("--worker-id", metavar="NAME", help="name this worker in run history")
+    worker.add_argument("--log-level", default=None, help="debug, info (default), warning, error")
+    worker.set_defaults(handler=run_worker)
+
+
+async def run_scheduler(args: argparse.Namespace) -> int:
+    from tickwork.distributed import SchedulerProcess  # noqa: PLC0415  (needs the postgres extra)
+
+    if args.log_level is None:
+        logging.getLogger().setLevel(logging.INFO)
+    settings = settings_from(args)
+    await SchedulerProcess(settings, scheduler_id=args.scheduler_id).run_until_signalled()
+    return 0
+
+
+async def run_worker(args: argparse.Namespace) -> int:
+    from tickwork.distributed import WorkerProcess  # noqa: PLC0415  (needs the postgres extra)
+
+    if args.log_level is None:
+        logging.getLogger().setLevel(logging.INFO)
+    settings = settings_from(args, queues=args.queues, worker_id=args.worker_id)
+    worker = WorkerProcess(settings)
+    await worker.run_until_signalled()
+    if worker.pool is not None and worker.pool.released:
+        # As `tickwork run`: a sync Python job's thread cannot be stopped, and its attempt
+        # was given back to the store already. Leave now instead of waiting for it.
+        log.warning("exiting with unfinished job threads abandoned; their attempts were "
+                    "released and will run again")
+        logging.shutdown()
+        os._exit(0)
+    return 0

@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 
+from tickwork.cli.api import add_serve_options
 from tickwork.cli.common import add_store_options, settings_from
 from tickwork.drivers import open_store
 from tickwork.service import Service
@@ -15,12 +16,16 @@ log = logging.getLogger("tickwork.cli")
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = commands.add_parser(
-        "run", help="run everything in one process: planner, workers (SQLite by default)")
+        "run", help="run everything in one process: planner, workers, API and dashboard "
+        "(SQLite by default)")
     add_store_options(run)
     run.add_argument("--queues", metavar="SPEC", help="queues and their concurrency, "
                      "e.g. default:16,mail:4")
     run.add_argument("--demo", action="store_true", default=None,
-                     help="create a few demo jobs to watch run")
+                     help="create a few demo jobs to watch run; implies --open on loopback")
+    add_serve_options(run)
+    run.add_argument("--no-api", dest="api_enabled", action="store_false", default=None,
+                     help="do not serve the API and dashboard")
     run.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                      help="import MODULE so its @tickwork.job functions become jobs (repeatable)")
     run.add_argument("--worker-id", metavar="NAME", help="name this worker in run history")
@@ -35,7 +40,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 async def run_service(args: argparse.Namespace) -> int:
     if args.log_level is None:
         logging.getLogger().setLevel(logging.INFO)
-    settings = settings_from(args, queues=args.queues, demo=args.demo, worker_id=args.worker_id)
+    open_access = args.open_access
+    if args.demo and open_access is None and args.host in (None, "127.0.0.1", "::1", "localhost"):
+        open_access = True  # the README's first command shows the dashboard without a token
+    settings = settings_from(args, queues=args.queues, demo=args.demo, worker_id=args.worker_id,
+                             host=args.host, port=args.port, open_access=open_access,
+                             api_enabled=args.api_enabled)
     service = Service(settings, imports=tuple(args.imports))
     await service.run_until_signalled()
     if service.pool is not None and service.pool.released:

@@ -12,8 +12,12 @@ def open_store(url: str) -> Store:
     if url.startswith("sqlite:") or "://" not in url:
         return SqliteStore(url)
     if url.startswith(("postgresql://", "postgres://")):
-        raise ConfigError("database", "the PostgreSQL driver is not part of this version yet; "
-                          "use sqlite:///path")
+        try:
+            from tickwork.drivers.postgres.store import PostgresStore  # noqa: PLC0415  (optional dependency, loaded only for PostgreSQL)
+        except ImportError as exc:
+            raise ConfigError("database", "PostgreSQL needs the postgres extra: "
+                              "pip install 'tickwork[postgres]'") from exc
+        return PostgresStore(url)
     scheme = url.split("://", 1)[0]
     raise ConfigError("database", f"unsupported database URL scheme {scheme!r}; "
                       "expected sqlite:///path or postgresql://...")

@@ -76,6 +76,8 @@ class JobDeleteParams:
 class JobDueParams:
     until: datetime  # jobs whose next_run_at <= until (now + horizon)
     limit: int = MAX_BATCH
+    # Only jobs of these shards (the ones this scheduler leases); None means every shard.
+    shards: frozenset[int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,7 +77,9 @@ class Planner(Loop):
         batch_size: int = 500,
         per_job_limit: int = 1000,
         on_planned: Callable[[datetime], None] | None = None,
+        shards: Callable[[], frozenset[int]] | None = None,
     ) -> None:
+        """``shards``: the shards this planner may plan now (a ShardLeaser's); None: all."""
         if horizon_seconds < interval_seconds:
             raise ValueError(
                 f"horizon_seconds ({horizon_seconds}) must be at least "
@@ -89,11 +91,16 @@ class Planner(Loop):
         self.per_job_limit = per_job_limit
         self.on_planned = on_planned
         self.schedules = ScheduleCache()
+        self.shards = shards
 
     async def run_once(self, now: datetime) -> tuple[int, bool]:
         """Plan one batch. Returns (occurrences inserted, whether more jobs may be due)."""
         until = now + self.horizon
-        jobs = await self.store.job_due(JobDueParams(until=until, limit=self.batch_size))
+        shards = None if self.shards is None else self.shards()
+        if shards is not None and not shards:
+            return 0, False  # no shard leased (yet): another scheduler plans them
+        jobs = await self.store.job_due(
+            JobDueParams(until=until, limit=self.batch_size, shards=shards))
         advances = []
         for job in jobs:
             try:

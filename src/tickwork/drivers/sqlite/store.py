@@ -188,7 +188,9 @@ class SqliteStore:
 
     async def job_due(self, p: b.JobDueParams) -> list[Job]:
         def run(conn: sqlite3.Connection) -> list[Job]:
-            rows = conn.execute(Q["job_due"], (to_us(p.until), min(p.limit, b.MAX_BATCH)))
+            shards = None if p.shards is None else json.dumps(sorted(p.shards))
+            rows = conn.execute(Q["job_due"], (
+                to_us(p.until), shards, shards, min(p.limit, b.MAX_BATCH)))
             return [job_from_row(r, self._specs) for r in rows]
 
         return await self._conn.run(run)

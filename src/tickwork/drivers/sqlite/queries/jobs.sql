@@ -27,6 +27,7 @@ WHERE id = ? AND deleted_at IS NULL
 -- name: job_due
 SELECT * FROM jobs
 WHERE deleted_at IS NULL AND paused = 0 AND next_run_at IS NOT NULL AND next_run_at <= ?
+  AND (? IS NULL OR shard IN (SELECT value FROM json_each(?)))  -- shards: NULL means all
 ORDER BY next_run_at
 LIMIT ?
 

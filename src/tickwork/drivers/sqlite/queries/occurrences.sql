@@ -13,6 +13,7 @@ SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_n
 FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying') AND o.due_at <= ?
   AND j.paused = 0 AND j.deleted_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused = 1)
   AND NOT (j.overlap = 'buffer_all' AND EXISTS (
       SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running'))
 ORDER BY o.priority DESC, o.due_at
@@ -73,5 +74,6 @@ WHERE job_id = ? AND state = 'running'
 SELECT MIN(o.due_at) FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying')
   AND j.paused = 0 AND j.deleted_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused = 1)
   AND NOT (j.overlap = 'buffer_all' AND EXISTS (
       SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running'))

@@ -1,0 +1,173 @@
+"""The postgres deployment's processes: ``tickwork scheduler`` and ``tickwork worker``.
+
+Run as many of each as you like on one PostgreSQL database; none is special.
+
+- A **scheduler** leases a fair share of the job shards (``scheduler/shards.py``), plans the
+  jobs of its shards, rescues expired leases of any worker, and keeps history partitioned and
+  pruned. A crashed scheduler's shards are taken over when its leases expire.
+- A **worker** claims due occurrences of its queues with ``FOR UPDATE SKIP LOCKED``, runs them,
+  and writes results fenced on the attempt. It LISTENs for new work, and polls as a fallback.
+
+Both stop gracefully on SIGTERM (G10), like the embedded service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import uuid
+from datetime import datetime
+
+from tickwork.clock import Clock, SystemClock
+from tickwork.config import Settings
+from tickwork.drivers.postgres.connection import safe_url
+from tickwork.drivers.postgres.notify import NotifyListener
+from tickwork.drivers.postgres.store import PostgresStore
+from tickwork.errors import ConfigError
+from tickwork.executors import build_executors
+from tickwork.executors.base import Executor
+from tickwork.models import Claim
+from tickwork.scheduler.planner import Planner
+from tickwork.scheduler.pruner import Pruner
+from tickwork.scheduler.rescuer import Rescuer
+from tickwork.scheduler.shards import ShardLeaser
+from tickwork.secrets import resolver_for as secret_resolver_for
+from tickwork.worker.outcomes import Result
+from tickwork.worker.pool import WorkerPool
+
+log = logging.getLogger("tickwork.distributed")
+runs_log = logging.getLogger("tickwork.runs")
+
+
+def _require_postgres(settings: Settings) -> None:
+    if not settings.database.lower().startswith(("postgresql://", "postgres://")):
+        raise ConfigError("database", "tickwork scheduler and tickwork worker share a "
+                          "PostgreSQL database: use --database postgresql://... "
+                          "(for one process on SQLite, use tickwork run)")
+
+
+class _Process:
+    kind = "process"
+
+    def __init__(self, settings: Settings, clock: Clock | None) -> None:
+        _require_postgres(settings)
+        self.settings = settings
+        self.clock = clock or SystemClock()
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        raise NotImplementedError
+
+    async def run_until_signalled(self) -> None:
+        """Start, run until SIGTERM or SIGINT, then stop gracefully."""
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await self.start()
+            await stop.wait()
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+            await self.stop()
+
+
+class SchedulerProcess(_Process):
+    kind = "scheduler"
+
+    def __init__(self, settings: Settings, *, clock: Clock | None = None,
+                 scheduler_id: str | None = None) -> None:
+        super().__init__(settings, clock)
+        self.id = scheduler_id or f"scheduler-{uuid.uuid4().hex[:8]}"
+        self.store = PostgresStore(settings.database, shard_count=settings.shard_count,
+                                   max_pool_size=4)
+        s = settings
+        self.leaser = ShardLeaser(store=self.store, clock=self.clock, owner=self.id,
+                                  lease_seconds=s.lease_seconds,
+                                  interval_seconds=s.heartbeat_seconds)
+        self.planner = Planner(store=self.store, clock=self.clock,
+                               horizon_seconds=s.planner_horizon_seconds,
+                               interval_seconds=s.planner_interval_seconds,
+                               shards=self.leaser.shards)
+        # Never sole_worker here: other processes' leases are only orphans once they expire.
+        self.rescuer = Rescuer(store=self.store, clock=self.clock,
+                               interval_seconds=s.rescue_interval_seconds)
+        self.pruner = Pruner(store=self.store, clock=self.clock,
+                             retention_days=s.retention_days)
+        self._started = False
+
+    async def start(self) -> None:
+        await self.store.migrate()
+        now = self.clock.now()
+        await self.pruner.run_once(now)  # today's partitions exist before anything runs
+        await self.leaser.run_once(now)
+        self._started = True
+        for loop in (self.leaser, self.planner, self.rescuer, self.pruner):
+            loop.start()
+        log.info("tickwork scheduler is running: database %s, scheduler %s, %d of %d shards",
+                 safe_url(self.settings.database), self.id, len(self.leaser.held),
+                 await self.store.shard_count())
+
+    async def stop(self) -> None:
+        log.info("stopping scheduler %s", self.id)
+        for loop in (self.planner, self.rescuer, self.pruner):
+            await loop.stop()
+        if self._started:
+            await self.leaser.stop()  # gives the shards back at once
+        await self.store.close()
+        log.info("stopped")
+
+
+class WorkerProcess(_Process):
+    kind = "worker"
+
+    def __init__(self, settings: Settings, *, clock: Clock | None = None) -> None:
+        super().__init__(settings, clock)
+        s = settings
+        # server_clock: a worker whose own clock runs fast still never starts a job early.
+        self.store = PostgresStore(s.database, server_clock=True,
+                                   max_pool_size=min(20, 4 + 2 * len(s.queues)))
+        self.executors: dict[str, Executor] = {}
+        self.pool: WorkerPool | None = None
+        self.listener: NotifyListener | None = None
+
+    async def start(self) -> None:
+        s = self.settings
+        await self.store.migrate()
+        self.executors = build_executors(s.executors, secret_resolver_for(s.database))
+        self.pool = WorkerPool(
+            store=self.store, clock=self.clock, executors=self.executors, queues=s.queues,
+            worker_id=s.worker_id, lease_seconds=s.lease_seconds,
+            heartbeat_seconds=s.heartbeat_seconds, poll_interval_seconds=s.poll_interval_seconds,
+            shutdown_grace_seconds=s.shutdown_grace_seconds, on_finished=log_run)
+        self.listener = NotifyListener(s.database, self.pool.wake, clock=self.clock)
+        self.listener.start()
+        self.pool.start()
+        log.info("tickwork worker is running: database %s, queues %s, worker %s",
+                 safe_url(self.settings.database), ", ".join(f"{q}:{c}" for q, c in s.queues),
+                 self.pool.worker_id)
+
+    async def stop(self) -> None:
+        log.info("stopping: no new runs; waiting up to %gs for running ones",
+                 self.settings.shutdown_grace_seconds)
+        if self.listener is not None:
+            await self.listener.stop()
+        if self.pool is not None:
+            await self.pool.stop()
+        for executor in self.executors.values():
+            await executor.close()
+        await self.store.close()
+        log.info("stopped")
+
+
+def log_run(claim: Claim, result: Result, started: datetime, finished: datetime) -> None:
+    occ = claim.occurrence
+    late_ms = (started - occ.scheduled_at).total_seconds() * 1000
+    took_ms = (finished - started).total_seconds() * 1000
+    runs_log.info("%s @ %s attempt %d: %s in %.0fms (started %.0fms after its time)",
+                  claim.job.spec.name, occ.scheduled_at.strftime("%H:%M:%S"), occ.attempt,
+                  type(result).__name__.lower(), took_ms, late_ms)

@@ -1,0 +1,121 @@
+"""Claims: due occurrences of one queue, taken with ``FOR UPDATE SKIP LOCKED`` in batches.
+
+One transaction: lock the candidates (rows other claimers hold are skipped), take an advisory
+lock per job whose overlap policy looks at what runs (try-locks, so claimers never wait or
+deadlock; a job another claimer is deciding waits for the next claim), read the running
+occurrences of those jobs afresh, let ``claiming.plan_claims`` decide, and apply its plan with
+one statement per kind of change. Two workers can never both start a ``skip`` job.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+from typing import Any
+
+from tickwork.drivers import base as b
+from tickwork.drivers.claiming import Candidate, ClaimPlan, plan_claims
+from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all
+from tickwork.drivers.postgres.rows import (
+    Row,
+    SpecCache,
+    instant,
+    instant_or_none,
+    occurrence_from_row,
+)
+from tickwork.models import Claim, Job, OccurrenceState, Overlap, Trigger
+
+_MARKS = (
+    ("missed", OccurrenceState.MISSED, "past its catch-up window"),
+    ("skipped", OccurrenceState.SKIPPED_OVERLAP, "an earlier run of the job was still running"),
+    ("superseded", OccurrenceState.CANCELLED,
+     "superseded by a newer run (overlap cancel_previous)"),
+)
+_CANCEL_PREVIOUS_WHY = "cancelled: a newer run started (overlap cancel_previous)"
+
+
+class ClaimMethods:
+    pool: Pool
+    _specs: SpecCache
+    server_clock: bool
+
+    async def occurrence_claim(self, p: b.OccurrenceClaimParams) -> b.ClaimResult:
+        async with self.pool.transaction() as conn:
+            rows = await fetch_all(conn, Q["occurrence_candidates"], {
+                "queue": p.queue, "now": p.now, "server_clock": self.server_clock,
+                "limit": min(p.limit, b.MAX_BATCH) * 2})
+            if not rows:
+                return b.ClaimResult(claims=[])
+            rows = await self._with_job_locks(conn, rows)
+            candidates = [self._candidate(r) for r in rows]
+            running = await self._running_of(conn, {c.job_id for c in candidates})
+            plan = plan_claims(candidates, running, p.now, p.limit)
+            await self._apply_marks(conn, plan, p.now)
+            claims = await self._apply_claims(conn, plan, rows, p)
+        return b.ClaimResult(claims=claims, missed=len(plan.missed), skipped=len(plan.skipped),
+                             cancelled=plan.cancel_running)
+
+    async def _with_job_locks(self, conn: Conn, rows: list[Row]) -> list[Row]:
+        """The candidates whose job this claimer may decide for now."""
+        guarded = sorted({r["job_id"] for r in rows
+                          if r["job_overlap"] != Overlap.ALLOW_ALL.value})
+        if not guarded:
+            return rows
+        locked = {r["id"] for r in await fetch_all(conn, Q["job_overlap_locks"], (guarded,))}
+        return [r for r in rows
+                if r["job_overlap"] == Overlap.ALLOW_ALL.value or r["job_id"] in locked]
+
+    def _candidate(self, row: Row) -> Candidate:
+        return Candidate(
+            job_id=row["job_id"], scheduled_at=instant(row["scheduled_at"]),
+            state=OccurrenceState(row["state"]), attempt=row["attempt"],
+            trigger=Trigger(row["trigger"]),
+            spec=self._specs.get(row["job_id"], row["job_version"], row["job_spec"]))
+
+    async def _running_of(self, conn: Conn, job_ids: set[str]) -> dict[str, list[b.LeaseRef]]:
+        running: dict[str, list[b.LeaseRef]] = defaultdict(list)
+        for r in await fetch_all(conn, Q["occurrence_running_of_jobs"], (sorted(job_ids),)):
+            running[r["job_id"]].append(
+                b.LeaseRef(r["job_id"], instant(r["scheduled_at"]), r["attempt"]))
+        return running
+
+    async def _apply_marks(self, conn: Conn, plan: ClaimPlan, now: datetime) -> None:
+        marks = [(c, state, why) for attr, state, why in _MARKS for c in getattr(plan, attr)]
+        if marks:
+            await conn.execute(Q["occurrence_mark"], {
+                "now": now,
+                "job_ids": [c.job_id for c, _, _ in marks],
+                "scheduled": [c.scheduled_at for c, _, _ in marks],
+                "states": [state.value for _, state, _ in marks],
+                "whys": [why for _, _, why in marks],
+            })
+        if plan.cancel_running:
+            refs = plan.cancel_running
+            await conn.execute(Q["occurrence_cancel_running"], {
+                "now": now, "why": _CANCEL_PREVIOUS_WHY,
+                "job_ids": [r.job_id for r in refs], "scheduled": [r.scheduled_at for r in refs],
+                "attempts": [r.attempt for r in refs]})
+
+    async def _apply_claims(self, conn: Conn, plan: ClaimPlan, rows: list[Row],
+                            p: b.OccurrenceClaimParams) -> list[Claim]:
+        if not plan.claim:
+            return []
+        leases = [p.now + timedelta(seconds=max(p.lease_seconds, c.spec.timeout_seconds)
+                                    + p.lease_margin_seconds) for c in plan.claim]
+        claimed = await fetch_all(conn, Q["occurrence_claim"], {
+            "now": p.now, "worker": p.worker,
+            "job_ids": [c.job_id for c in plan.claim],
+            "scheduled": [c.scheduled_at for c in plan.claim],
+            "leases": leases})
+        by_key = {(r["job_id"], instant(r["scheduled_at"])): r for r in rows}
+        specs = {(c.job_id, c.scheduled_at): c.spec for c in plan.claim}
+        order = {(c.job_id, c.scheduled_at): i for i, c in enumerate(plan.claim)}
+        claims: list[tuple[int, Claim]] = []
+        for r in claimed:
+            key = (r["job_id"], instant(r["scheduled_at"]))
+            source: dict[str, Any] = by_key[key]
+            job = Job(id=key[0], spec=specs[key], next_run_at=instant_or_none(
+                source["job_next_run_at"]), created_at=instant(source["job_created_at"]),
+                updated_at=instant(source["job_updated_at"]), shard=source["job_shard"])
+            claims.append((order[key], Claim(occurrence=occurrence_from_row(r), job=job)))
+        return [c for _, c in sorted(claims, key=lambda item: item[0])]

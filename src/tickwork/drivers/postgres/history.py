@@ -1,0 +1,78 @@
+"""History in daily partitions: attempts by the day of ``scheduled_at``.
+
+Why attempts only: an occurrence's primary key is its identity, and insert-if-absent on it is
+what makes planning idempotent; the hot path finds waiting and running rows through partial
+indexes that finished rows never enter. Finished occurrences are deleted in bounded batches.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time, timedelta
+
+from psycopg import sql
+
+from tickwork.drivers.postgres.connection import Pool, Q, fetch_all
+from tickwork.scheduler.pruner import HistoryPruned, HistoryPruneParams, PartitionsEnsureParams
+
+PREFIX = "attempts_p"
+
+
+def partition_name(day: date) -> str:
+    return f"{PREFIX}{day:%Y%m%d}"
+
+
+def partition_day(name: str) -> date | None:
+    try:
+        return datetime.strptime(name.removeprefix(PREFIX), "%Y%m%d").date()
+    except ValueError:
+        return None
+
+
+def _midnight(day: date) -> datetime:
+    return datetime.combine(day, time(0), tzinfo=UTC)
+
+
+def _ddl(name: str, **parts: sql.Composable) -> sql.Composed:
+    return sql.SQL(Q[name]).format(**parts)
+
+
+class HistoryMethods:
+    pool: Pool
+
+    async def history_partitions(self) -> list[str]:
+        async with self.pool.transaction() as conn:
+            rows = await fetch_all(conn, Q["partition_list"])
+        return sorted(r["name"] for r in rows)
+
+    async def history_partitions_ensure(self, p: PartitionsEnsureParams) -> list[str]:
+        today = p.now.astimezone(UTC).date()
+        wanted = [today + timedelta(days=n) for n in range(p.days_ahead + 1)]
+        created: list[str] = []
+        async with self.pool.transaction() as conn:
+            await conn.execute(Q["partition_lock"])
+            existing = {r["name"] for r in await fetch_all(conn, Q["partition_list"])}
+            for day in wanted:
+                name = partition_name(day)
+                if name in existing:
+                    continue
+                await conn.execute(_ddl(
+                    "partition_create", part=sql.Identifier(name),
+                    lo=sql.Literal(_midnight(day)),
+                    hi=sql.Literal(_midnight(day + timedelta(days=1)))))
+                created.append(name)
+        return created
+
+    async def history_prune(self, p: HistoryPruneParams) -> HistoryPruned:
+        args = {"before": p.before, "limit": p.limit}
+        dropped: list[str] = []
+        async with self.pool.transaction() as conn:
+            await conn.execute(Q["partition_lock"])
+            for r in await fetch_all(conn, Q["partition_list"]):
+                day = partition_day(r["name"])
+                if day is not None and _midnight(day + timedelta(days=1)) <= p.before:
+                    await conn.execute(_ddl("partition_drop", part=sql.Identifier(r["name"])))
+                    dropped.append(r["name"])
+            attempts = (await conn.execute(Q["attempts_default_prune"], args)).rowcount
+            occurrences = (await conn.execute(Q["occurrences_prune"], args)).rowcount
+        return HistoryPruned(partitions_dropped=sorted(dropped),
+                             occurrences_deleted=occurrences, attempts_deleted=attempts)

@@ -1,0 +1,233 @@
+"""Occurrences after the claim: insert, complete, heartbeat, release, rescue, cancel, read.
+
+Each call is one transaction and, for a batch, one statement (``unnest`` arrays). Inserts and
+retries NOTIFY the queues they made work for, so listening workers wake at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from psycopg import sql
+
+from tickwork.drivers import base as b
+from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
+from tickwork.drivers.postgres.rows import (
+    SpecCache,
+    attempt_from_row,
+    instant,
+    occurrence_from_row,
+)
+from tickwork.errors import OccurrenceNotFound
+from tickwork.models import (
+    TERMINAL_STATES,
+    Attempt,
+    Delivery,
+    Occurrence,
+    OccurrenceState,
+)
+
+
+async def notify(conn: Conn, queues: Sequence[str]) -> None:
+    """Wake the workers of these queues when the transaction commits."""
+    distinct = sorted(set(queues))
+    if distinct:
+        await conn.execute(Q["notify_queues"], (distinct,))
+
+
+class OccurrenceMethods:
+    pool: Pool
+    _specs: SpecCache
+
+    async def _insert_occurrences(
+        self, conn: Conn, items: Sequence[b.NewOccurrence], now: datetime
+    ) -> int:
+        if not items:
+            return 0
+        rows = await fetch_all(conn, Q["occurrence_insert"], {
+            "now": now,
+            "job_ids": [o.job_id for o in items],
+            "scheduled": [o.scheduled_at for o in items],
+            "due": [o.due_at for o in items],
+            "queues": [o.queue for o in items],
+            "priorities": [o.priority for o in items],
+            "states": [o.state.value for o in items],
+            "max_attempts": [o.max_attempts for o in items],
+            "triggers": [o.trigger.value for o in items],
+            "finished": [now if o.state in TERMINAL_STATES else None for o in items],
+        })
+        await notify(conn, [r["queue"] for r in rows])
+        return len(rows)
+
+    async def occurrence_insert(self, p: b.OccurrenceInsertParams) -> list[Occurrence]:
+        async with self.pool.transaction() as conn:
+            await self._insert_occurrences(conn, p.occurrences, p.now)
+            rows = await fetch_all(conn, Q["occurrence_get_many"], (
+                [o.job_id for o in p.occurrences], [o.scheduled_at for o in p.occurrences]))
+        return [occurrence_from_row(r) for r in rows]
+
+    async def occurrence_complete(self, p: b.OccurrenceCompleteParams) -> list[bool]:
+        applied = [False] * len(p.completions)
+        async with self.pool.transaction() as conn:
+            retried: list[str] = []
+            for round_ in _rounds(p.completions):
+                rows = await fetch_all(conn, Q["occurrence_complete"], _completion_args(
+                    [(i, p.completions[i]) for i in round_], p.now))
+                for r in rows:
+                    applied[r["idx"]] = True
+                    if r["state"] == OccurrenceState.RETRYING.value:
+                        retried.append(r["queue"])
+            await notify(conn, retried)
+        return applied
+
+    async def occurrence_heartbeat(self, p: b.OccurrenceHeartbeatParams) -> list[b.LeaseRef]:
+        if not p.refs:
+            return []
+        async with self.pool.transaction() as conn:
+            rows = await fetch_all(conn, Q["occurrence_heartbeat"], {
+                **_ref_args(p.refs), "now": p.now, "extend": p.extend_seconds,
+                "worker": p.worker})
+        held = {(r["job_id"], instant(r["scheduled_at"]), r["attempt"]) for r in rows}
+        return [ref for ref in p.refs
+                if (ref.job_id, ref.scheduled_at, ref.attempt) not in held]
+
+    async def occurrence_release(self, p: b.OccurrenceReleaseParams) -> int:
+        if not p.refs:
+            return 0
+        async with self.pool.transaction() as conn:
+            rows = await fetch_all(conn, Q["occurrence_release"], {
+                **_ref_args(p.refs), "now": p.now, "worker": p.worker})
+            await notify(conn, [r["queue"] for r in rows])
+        return len(rows)
+
+    async def occurrence_rescue(self, p: b.OccurrenceRescueParams) -> list[b.Rescued]:
+        async with self.pool.transaction() as conn:
+            rows = await fetch_all(conn, Q["occurrence_expired"], {
+                "now": p.now, "all_but": p.all_but_worker, "limit": min(p.limit, b.MAX_BATCH)})
+            if not rows:
+                return []
+            rescued: list[b.Rescued] = []
+            errors: list[str] = []
+            for row in rows:
+                spec = self._specs.get(row["job_id"], row["job_version"], row["job_spec"])
+                retry = (spec.delivery is Delivery.AT_LEAST_ONCE
+                         and row["attempt"] < row["max_attempts"])
+                state = OccurrenceState.RETRYING if retry else OccurrenceState.CRASHED
+                errors.append(f"lease expired: worker {row['worker']} stopped before finishing")
+                rescued.append(b.Rescued(
+                    job_id=row["job_id"], scheduled_at=instant(row["scheduled_at"]),
+                    attempt=row["attempt"], worker=row["worker"], state=state))
+            await conn.execute(Q["occurrence_rescue"], {
+                "now": p.now,
+                "job_ids": [r.job_id for r in rescued],
+                "scheduled": [r.scheduled_at for r in rescued],
+                "attempts": [r.attempt for r in rescued],
+                "states": [r.state.value for r in rescued],
+                "finished": [None if r.state is OccurrenceState.RETRYING else p.now
+                             for r in rescued],
+                "errors": errors,
+            })
+            await notify(conn, [row["queue"] for row, r in zip(rows, rescued, strict=True)
+                                if r.state is OccurrenceState.RETRYING])
+        return rescued
+
+    async def occurrence_cancel(self, p: b.OccurrenceCancelParams) -> int:
+        args = {"job_id": p.job_id, "now": p.now, "reason": p.reason}
+        async with self.pool.transaction() as conn:
+            await conn.execute(Q["attempt_close_running_of_job"], args)
+            cur = await conn.execute(Q["occurrence_cancel_job"], args)
+            return cur.rowcount
+
+    async def occurrence_get(self, job_id: str, scheduled_at: datetime) -> Occurrence:
+        async with self.pool.transaction() as conn:
+            row = await fetch_one(conn, Q["occurrence_get"], (job_id, scheduled_at))
+        if row is None:
+            raise OccurrenceNotFound(f"{job_id} @ {scheduled_at.isoformat()}")
+        return occurrence_from_row(row)
+
+    async def occurrence_list(self, p: b.OccurrenceListParams) -> list[Occurrence]:
+        where: list[sql.Composable] = []
+        args: list[Any] = []
+        if p.job_id is not None:
+            where.append(sql.SQL("job_id = %s"))
+            args.append(p.job_id)
+        if p.states:
+            where.append(sql.SQL("state = ANY(%s::text[])"))
+            args.append([s.value for s in p.states])
+        if p.since is not None:
+            where.append(sql.SQL("scheduled_at >= %s"))
+            args.append(p.since)
+        if p.until is not None:
+            where.append(sql.SQL("scheduled_at < %s"))
+            args.append(p.until)
+        if p.before is not None:
+            op = "<" if p.newest_first else ">"
+            where.append(sql.SQL("(scheduled_at, job_id COLLATE \"C\") {} (%s, %s)").format(
+                sql.SQL(op)))
+            args.extend(p.before)
+        order = sql.SQL("DESC" if p.newest_first else "ASC")
+        query = sql.SQL(
+            "SELECT * FROM occurrences {} ORDER BY scheduled_at {}, job_id COLLATE \"C\" {} "
+            "LIMIT %s").format(
+            sql.SQL("WHERE ") + sql.SQL(" AND ").join(where) if where else sql.SQL(""),
+            order, order)
+        args.append(min(p.limit, b.MAX_BATCH))
+        async with self.pool.transaction() as conn:
+            rows = await (await conn.execute(query, args)).fetchall()
+        return [occurrence_from_row(r) for r in rows]
+
+    async def occurrence_next_due(self, queue: str, now: datetime) -> datetime | None:
+        async with self.pool.transaction() as conn:
+            row = await fetch_one(conn, Q["occurrence_next_due"], (queue,))
+        return None if row is None or row["due_at"] is None else instant(row["due_at"])
+
+    async def attempt_list(self, job_id: str, scheduled_at: datetime) -> list[Attempt]:
+        async with self.pool.transaction() as conn:
+            rows = await fetch_all(conn, Q["attempt_list"], (job_id, scheduled_at))
+        return [attempt_from_row(r) for r in rows]
+
+
+def _ref_args(refs: Sequence[b.LeaseRef]) -> dict[str, Any]:
+    return {"job_ids": [r.job_id for r in refs], "scheduled": [r.scheduled_at for r in refs],
+            "attempts": [r.attempt for r in refs]}
+
+
+def _rounds(completions: Sequence[b.Completion]) -> list[list[int]]:
+    """Indexes split so no round repeats an occurrence: one UPDATE changes a row once, and a
+    repeat in a later round meets the state the earlier one left (and is fenced off)."""
+    rounds: list[list[int]] = []
+    seen: list[set[tuple[str, datetime]]] = []
+    for i, c in enumerate(completions):
+        key = (c.job_id, c.scheduled_at)
+        for n, keys in enumerate(seen):
+            if key not in keys:
+                keys.add(key)
+                rounds[n].append(i)
+                break
+        else:
+            seen.append({key})
+            rounds.append([i])
+    return rounds
+
+
+def _completion_args(items: list[tuple[int, b.Completion]], now: datetime) -> dict[str, Any]:
+    cs = [c for _, c in items]
+    return {
+        "now": now,
+        "idx": [i for i, _ in items],
+        "job_ids": [c.job_id for c in cs],
+        "scheduled": [c.scheduled_at for c in cs],
+        "attempts": [c.attempt for c in cs],
+        "states": [c.state.value for c in cs],
+        "due": [c.due_at for c in cs],
+        "finished": [c.finished_at if c.state in TERMINAL_STATES else None for c in cs],
+        "last_errors": [c.error if c.state is not OccurrenceState.SUCCEEDED else None
+                        for c in cs],
+        "outcomes": [c.outcome.value for c in cs],
+        "started": [c.started_at for c in cs],
+        "ended": [c.finished_at for c in cs],
+        "outputs": [c.output for c in cs],
+        "errors": [c.error for c in cs],
+    }

@@ -1,0 +1,69 @@
+-- name: occurrence_candidates
+-- Due occurrences of one queue, locked; rows another claimer holds are skipped. With
+-- server_clock, due-ness also needs the database's own clock to agree (DESIGN rule 6): a worker
+-- whose clock runs fast never starts a job early.
+SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_next_run_at,
+       j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard,
+       j.overlap AS job_overlap
+FROM occurrences o JOIN jobs j ON j.id = o.job_id
+WHERE o.queue = %(queue)s AND o.state IN ('scheduled', 'queued', 'retrying')
+  AND o.due_at <= %(now)s AND (NOT %(server_clock)s OR o.due_at <= statement_timestamp())
+  AND NOT j.paused AND j.deleted_at IS NULL
+  AND NOT (j.overlap = 'buffer_all' AND EXISTS (
+      SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running'))
+ORDER BY o.priority DESC, o.due_at
+LIMIT %(limit)s
+FOR UPDATE OF o SKIP LOCKED
+
+-- name: job_overlap_locks
+-- One claimer at a time decides for a job whose overlap policy looks at what runs: a
+-- transaction-scoped advisory lock per job. A try-lock: a job another claimer holds is left
+-- for the next claim, so claimers never wait on each other and never deadlock.
+SELECT id FROM unnest(%s::text[]) AS id
+WHERE pg_try_advisory_xact_lock(1953063787, hashtext(id))
+
+-- name: occurrence_running_of_jobs
+-- A new statement, so it sees every claim committed before this claimer took the job locks.
+SELECT job_id, scheduled_at, attempt FROM occurrences
+WHERE job_id = ANY(%s::text[]) AND state = 'running'
+
+-- name: occurrence_mark
+UPDATE occurrences o
+SET state = v.state, finished_at = %(now)s, updated_at = %(now)s, last_error = v.why
+FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[], %(states)s::text[],
+            %(whys)s::text[]) AS v(job_id, scheduled_at, state, why)
+WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at
+
+-- name: occurrence_cancel_running
+WITH cancelled AS (
+    UPDATE occurrences o
+    SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s, lease_until = NULL,
+        last_error = %(why)s
+    FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[], %(attempts)s::integer[])
+         AS v(job_id, scheduled_at, attempt)
+    WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.attempt = v.attempt
+      AND o.state = 'running'
+    RETURNING o.job_id, o.scheduled_at, o.attempt
+)
+UPDATE attempts a SET finished_at = %(now)s, outcome = 'failed', error = %(why)s
+FROM cancelled c
+WHERE a.job_id = c.job_id AND a.scheduled_at = c.scheduled_at AND a.number = c.attempt
+
+-- name: occurrence_claim
+-- Running, attempt + 1, a lease, and the attempt row, for the whole batch in one statement.
+WITH v AS (
+    SELECT * FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[],
+                         %(leases)s::timestamptz[]) AS v(job_id, scheduled_at, lease_until)
+), claimed AS (
+    UPDATE occurrences o
+    SET state = 'running', attempt = o.attempt + 1, lease_until = v.lease_until,
+        worker = %(worker)s, updated_at = %(now)s
+    FROM v
+    WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at
+      AND o.state IN ('scheduled', 'queued', 'retrying')
+    RETURNING o.*
+), recorded AS (
+    INSERT INTO attempts (job_id, scheduled_at, number, worker, queued_at, claimed_at)
+    SELECT job_id, scheduled_at, attempt, worker, due_at, %(now)s FROM claimed
+)
+SELECT * FROM claimed

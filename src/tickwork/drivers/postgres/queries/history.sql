@@ -1,0 +1,34 @@
+-- name: partition_lock
+-- Schedulers create and drop partitions one at a time.
+SELECT pg_advisory_xact_lock(1953063787, 1885434484)
+
+-- name: partition_list
+SELECT c.relname AS name FROM pg_inherits i
+JOIN pg_class c ON c.oid = i.inhrelid
+JOIN pg_class p ON p.oid = i.inhparent
+WHERE p.relname = 'attempts' AND p.relnamespace = current_schema()::regnamespace
+  AND c.relname LIKE 'attempts\_p%%'
+
+-- name: partition_create
+-- Rows the default partition caught for this day move into the new partition first, or
+-- attaching it would fail.
+LOCK TABLE attempts_default IN SHARE ROW EXCLUSIVE MODE;
+CREATE TABLE {part} (LIKE attempts INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+INSERT INTO {part} SELECT * FROM attempts_default WHERE scheduled_at >= {lo} AND scheduled_at < {hi};
+DELETE FROM attempts_default WHERE scheduled_at >= {lo} AND scheduled_at < {hi};
+ALTER TABLE attempts ATTACH PARTITION {part} FOR VALUES FROM ({lo}) TO ({hi})
+
+-- name: partition_drop
+DROP TABLE {part}
+
+-- name: attempts_default_prune
+DELETE FROM attempts_default WHERE ctid IN (
+    SELECT ctid FROM attempts_default WHERE scheduled_at < %(before)s LIMIT %(limit)s)
+
+-- name: occurrences_prune
+-- Finished runs only: a waiting or running occurrence stays, however old.
+DELETE FROM occurrences WHERE ctid IN (
+    SELECT ctid FROM occurrences
+    WHERE finished_at < %(before)s
+      AND state IN ('succeeded', 'dead', 'crashed', 'missed', 'skipped_overlap', 'cancelled')
+    LIMIT %(limit)s)

@@ -1,0 +1,67 @@
+-- name: job_copy
+COPY jobs (id, name, queue, priority, kind, overlap, timeout_seconds, spec, tags, paused,
+           next_run_at, shard, created_at, updated_at) FROM STDIN
+
+-- name: job_insert
+INSERT INTO jobs (id, name, queue, priority, kind, overlap, timeout_seconds, spec, tags, paused,
+                  next_run_at, shard, created_at, updated_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+
+-- name: job_by_id
+SELECT * FROM jobs WHERE id = %s AND deleted_at IS NULL
+
+-- name: job_by_name
+SELECT * FROM jobs WHERE name = %s AND deleted_at IS NULL
+
+-- name: job_names_taken
+SELECT name FROM jobs WHERE name = ANY(%s::text[]) AND deleted_at IS NULL
+
+-- name: job_ids_taken
+SELECT id FROM jobs WHERE id = ANY(%s::text[])
+
+-- name: job_update
+UPDATE jobs
+SET name = %s, queue = %s, priority = %s, kind = %s, overlap = %s, timeout_seconds = %s,
+    spec = %s, tags = %s, paused = %s, next_run_at = %s, version = version + 1, updated_at = %s
+WHERE id = %s AND deleted_at IS NULL
+RETURNING *
+
+-- name: job_for_update
+SELECT * FROM jobs WHERE id = %s AND deleted_at IS NULL FOR NO KEY UPDATE
+
+-- name: job_set_paused
+UPDATE jobs
+SET paused = %s, spec = %s, next_run_at = %s, version = version + 1, updated_at = %s
+WHERE id = %s AND deleted_at IS NULL
+RETURNING *
+
+-- name: job_delete
+UPDATE jobs SET deleted_at = %(now)s, next_run_at = NULL, updated_at = %(now)s
+WHERE id = %(id)s AND deleted_at IS NULL
+
+-- name: job_due
+-- shards NULL: every shard (a single scheduler); otherwise only the shards this one leases.
+SELECT * FROM jobs
+WHERE deleted_at IS NULL AND NOT paused AND next_run_at IS NOT NULL
+  AND next_run_at <= %(until)s
+  AND (%(shards)s::integer[] IS NULL OR shard = ANY(%(shards)s::integer[]))
+ORDER BY next_run_at
+LIMIT %(limit)s
+
+-- name: job_advance
+-- Compare-and-set on next_run_at, so two planners racing on one job never move it backwards.
+-- Rows another transaction holds are skipped (no waits, no deadlocks between planners); the
+-- next tick sees them again.
+WITH v AS (
+    SELECT * FROM unnest(%(ids)s::text[], %(expected)s::timestamptz[],
+                         %(next)s::timestamptz[]) AS v(id, expected, next_run_at)
+), locked AS (
+    SELECT j.id FROM jobs j JOIN v ON v.id = j.id
+    WHERE j.next_run_at = v.expected AND j.deleted_at IS NULL AND NOT j.paused
+    ORDER BY j.id
+    FOR NO KEY UPDATE OF j SKIP LOCKED
+)
+UPDATE jobs j SET next_run_at = v.next_run_at
+FROM v, locked
+WHERE j.id = v.id AND locked.id = j.id AND j.next_run_at = v.expected
+RETURNING j.id

@@ -1,0 +1,130 @@
+-- name: occurrence_insert
+-- Insert-if-absent in one statement for the whole batch; RETURNING tells what is new.
+INSERT INTO occurrences (job_id, scheduled_at, due_at, queue, priority, state, max_attempts,
+                         trigger, created_at, updated_at, finished_at)
+SELECT u.job_id, u.scheduled_at, u.due_at, u.queue, u.priority, u.state, u.max_attempts,
+       u.trigger, %(now)s, %(now)s, u.finished_at
+FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[], %(due)s::timestamptz[],
+            %(queues)s::text[], %(priorities)s::integer[], %(states)s::text[],
+            %(max_attempts)s::integer[], %(triggers)s::text[], %(finished)s::timestamptz[])
+     AS u(job_id, scheduled_at, due_at, queue, priority, state, max_attempts, trigger,
+          finished_at)
+ON CONFLICT (job_id, scheduled_at) DO NOTHING
+RETURNING queue
+
+-- name: occurrence_get
+SELECT * FROM occurrences WHERE job_id = %s AND scheduled_at = %s
+
+-- name: occurrence_get_many
+SELECT o.* FROM unnest(%s::text[], %s::timestamptz[]) WITH ORDINALITY AS v(job_id, scheduled_at, i)
+JOIN occurrences o ON o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at
+ORDER BY v.i
+
+-- name: occurrence_complete
+-- The whole batch in one statement, fenced on the attempt: a stale worker's result matches
+-- no row. Keys are unique within one call (the driver splits repeats into rounds).
+WITH v AS (
+    SELECT * FROM unnest(
+        %(job_ids)s::text[], %(scheduled)s::timestamptz[], %(attempts)s::integer[],
+        %(states)s::text[], %(due)s::timestamptz[], %(finished)s::timestamptz[],
+        %(last_errors)s::text[], %(outcomes)s::text[], %(started)s::timestamptz[],
+        %(ended)s::timestamptz[], %(outputs)s::text[], %(errors)s::text[], %(idx)s::integer[])
+    AS v(job_id, scheduled_at, attempt, state, due_at, finished_at, last_error, outcome,
+         started_at, ended_at, output, error, idx)
+), done AS (
+    UPDATE occurrences o
+    SET state = v.state, due_at = COALESCE(v.due_at, o.due_at), lease_until = NULL,
+        updated_at = %(now)s, finished_at = v.finished_at, last_error = v.last_error
+    FROM v
+    WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.attempt = v.attempt
+      AND o.state = 'running'
+    RETURNING v.*, o.queue
+), recorded AS (
+    UPDATE attempts a
+    SET started_at = d.started_at, finished_at = d.ended_at, outcome = d.outcome,
+        output = d.output, error = d.error
+    FROM done d
+    WHERE a.job_id = d.job_id AND a.scheduled_at = d.scheduled_at AND a.number = d.attempt
+)
+SELECT idx, state, queue FROM done
+
+-- name: occurrence_heartbeat
+-- now + max(extend_seconds, the job's timeout): a lease is never shorter than the timeout.
+UPDATE occurrences o
+SET lease_until = GREATEST(o.lease_until, %(now)s + make_interval(secs => GREATEST(
+        %(extend)s, COALESCE((SELECT j.timeout_seconds FROM jobs j WHERE j.id = o.job_id), 0)))),
+    updated_at = %(now)s
+FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[], %(attempts)s::integer[])
+     AS v(job_id, scheduled_at, attempt)
+WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.attempt = v.attempt
+  AND o.state = 'running' AND o.worker = %(worker)s
+RETURNING o.job_id, o.scheduled_at, o.attempt
+
+-- name: occurrence_release
+-- Back to waiting, due now, attempt counter and attempt row undone (G10).
+WITH released AS (
+    UPDATE occurrences o
+    SET state = CASE WHEN o.attempt > 1 THEN 'retrying' ELSE 'scheduled' END,
+        attempt = o.attempt - 1, due_at = %(now)s, lease_until = NULL, worker = NULL,
+        updated_at = %(now)s
+    FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[], %(attempts)s::integer[])
+         AS v(job_id, scheduled_at, attempt)
+    WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.attempt = v.attempt
+      AND o.state = 'running' AND o.worker = %(worker)s
+    RETURNING o.job_id, o.scheduled_at, o.attempt + 1 AS number, o.queue
+), undone AS (
+    DELETE FROM attempts a USING released r
+    WHERE a.job_id = r.job_id AND a.scheduled_at = r.scheduled_at AND a.number = r.number
+)
+SELECT queue FROM released
+
+-- name: occurrence_expired
+SELECT o.job_id, o.scheduled_at, o.attempt, o.max_attempts, o.worker, o.queue,
+       j.spec AS job_spec, j.version AS job_version
+FROM occurrences o JOIN jobs j ON j.id = o.job_id
+WHERE o.state = 'running'
+  AND (o.lease_until < %(now)s
+       OR (%(all_but)s::text IS NOT NULL AND o.worker IS DISTINCT FROM %(all_but)s::text))
+ORDER BY o.lease_until
+LIMIT %(limit)s
+FOR UPDATE OF o SKIP LOCKED
+
+-- name: occurrence_rescue
+WITH rescued AS (
+    UPDATE occurrences o
+    SET state = v.state, due_at = %(now)s, lease_until = NULL, updated_at = %(now)s,
+        finished_at = v.finished_at, last_error = v.error
+    FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[], %(attempts)s::integer[],
+                %(states)s::text[], %(finished)s::timestamptz[], %(errors)s::text[])
+         AS v(job_id, scheduled_at, attempt, state, finished_at, error)
+    WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.attempt = v.attempt
+      AND o.state = 'running'
+    RETURNING o.job_id, o.scheduled_at, o.attempt, v.error
+)
+UPDATE attempts a SET finished_at = %(now)s, outcome = 'crashed', error = r.error
+FROM rescued r
+WHERE a.job_id = r.job_id AND a.scheduled_at = r.scheduled_at AND a.number = r.attempt
+
+-- name: attempt_close_running_of_job
+-- Before occurrence_cancel_job: the attempts it stops get an end, not a dangling 'running' row.
+UPDATE attempts a SET finished_at = %(now)s, outcome = 'failed', error = %(reason)s
+FROM occurrences o
+WHERE o.job_id = %(job_id)s AND o.state = 'running' AND a.finished_at IS NULL
+  AND a.job_id = o.job_id AND a.scheduled_at = o.scheduled_at AND a.number = o.attempt
+
+-- name: occurrence_cancel_job
+UPDATE occurrences
+SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s, lease_until = NULL,
+    last_error = %(reason)s
+WHERE job_id = %(job_id)s AND state IN ('scheduled', 'queued', 'retrying', 'running')
+
+-- name: occurrence_next_due
+-- The same eligibility as occurrence_candidates, so a worker never wakes for what it cannot claim.
+SELECT min(o.due_at) AS due_at FROM occurrences o JOIN jobs j ON j.id = o.job_id
+WHERE o.queue = %s AND o.state IN ('scheduled', 'queued', 'retrying')
+  AND NOT j.paused AND j.deleted_at IS NULL
+  AND NOT (j.overlap = 'buffer_all' AND EXISTS (
+      SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running'))
+
+-- name: attempt_list
+SELECT * FROM attempts WHERE job_id = %s AND scheduled_at = %s ORDER BY number

@@ -1,0 +1,229 @@
+"""The PostgreSQL store: jobs and the store's lifecycle; occurrences and claims in mixins.
+
+Every method is one transaction on a pooled connection, and takes ``now`` from its params:
+the store never reads a clock of its own (except, with ``server_clock``, to refuse a claim the
+database's clock says is early).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from tickwork.drivers import base as b
+from tickwork.drivers.codec import spec_to_json
+from tickwork.drivers.postgres.claims import ClaimMethods
+from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
+from tickwork.drivers.postgres.history import HistoryMethods
+from tickwork.drivers.postgres.leases import ShardLeaseMethods
+from tickwork.drivers.postgres.occurrences import OccurrenceMethods
+from tickwork.drivers.postgres.rows import (
+    DEFAULT_SHARD_COUNT,
+    SpecCache,
+    job_from_row,
+    shard_of,
+)
+from tickwork.drivers.sqlfiles import load_migrations
+from tickwork.errors import Conflict, JobNotFound, StoreError
+from tickwork.models import Job, JobSpec
+
+MIGRATIONS = load_migrations("tickwork.drivers.postgres")
+
+
+class PostgresStore(OccurrenceMethods, ClaimMethods, HistoryMethods, ShardLeaseMethods):
+    """``PostgresStore("postgresql://user@host/db")``; call ``migrate()`` once before use.
+
+    ``shard_count`` applies when ``migrate()`` creates the database; afterwards the database's
+    own value holds. ``server_clock``: claims also require ``due_at <= now()`` on the server.
+    """
+
+    def __init__(self, url: str, *, shard_count: int = DEFAULT_SHARD_COUNT,
+                 server_clock: bool = False, min_pool_size: int = 1,
+                 max_pool_size: int = 10) -> None:
+        if not 1 <= shard_count <= 4096:
+            raise ValueError(f"shard_count must be from 1 to 4096 (got {shard_count})")
+        self.url = url
+        self.pool = Pool(url, min_size=min_pool_size, max_size=max_pool_size)
+        self.server_clock = server_clock
+        self._initial_shard_count = shard_count
+        self._shard_count: int | None = None
+        self._specs = SpecCache()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def migrate(self) -> None:
+        """Apply pending migrations; concurrent migrators wait on an advisory lock."""
+        async with self.pool.transaction() as conn:
+            await conn.execute(Q["migrations_lock"])
+            await conn.execute(Q["migrations_table"])
+            done = {r["version"] for r in await fetch_all(conn, Q["migrations_done"])}
+            for version, name, text in MIGRATIONS:
+                if version in done:
+                    continue
+                # A whole file at once (no parameters: the simple protocol runs many statements).
+                await conn.execute(text)  # our own file, not user input
+                await conn.execute(Q["migration_record"], (version, name))
+            await conn.execute(Q["meta_init"], ("shard_count", str(self._initial_shard_count)))
+            count = await self._read_shard_count(conn)
+            await conn.execute(Q["shard_leases_init"], (count,))
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def shard_count(self) -> int:
+        """How many shards this database's jobs are spread over."""
+        if self._shard_count is None:
+            async with self.pool.transaction() as conn:
+                await self._read_shard_count(conn)
+        assert self._shard_count is not None
+        return self._shard_count
+
+    async def _read_shard_count(self, conn: Conn) -> int:
+        if self._shard_count is None:
+            row = await fetch_one(conn, Q["meta_get"], ("shard_count",))
+            self._shard_count = int(row["value"]) if row else DEFAULT_SHARD_COUNT
+        return self._shard_count
+
+    # -- jobs --------------------------------------------------------------------------------
+
+    async def job_create(self, p: b.JobCreateParams) -> Job:
+        return (await self.job_create_many(b.JobCreateManyParams(jobs=[p])))[0]
+
+    async def job_create_many(self, p: b.JobCreateManyParams) -> list[Job]:
+        """One COPY for the whole batch: 100,000 jobs are one round trip, not 100,000."""
+        if not p.jobs:
+            return []
+        shards = await self.shard_count()
+        jobs = [Job(id=item.id or uuid.uuid4().hex, spec=item.spec, next_run_at=item.next_run_at,
+                    created_at=item.now, updated_at=item.now, shard=0) for item in p.jobs]
+        jobs = [replace(j, shard=shard_of(j.id, shards)) for j in jobs]
+        try:
+            async with self.pool.transaction() as conn:
+                cur = conn.cursor()
+                async with cur.copy(Q["job_copy"]) as copy:
+                    for job in jobs:
+                        await copy.write_row(job_row(job))
+        except StoreError as exc:
+            raise await self._conflict_of(exc, jobs) from exc
+        return jobs
+
+    async def _conflict_of(self, exc: StoreError, jobs: list[Job]) -> StoreError | Conflict:
+        """Named after the rollback: inside the transaction the batch's own rows count as taken."""
+        cause = exc.__cause__
+        if not isinstance(cause, psycopg.errors.UniqueViolation):
+            return exc
+        names = [j.spec.name for j in jobs]
+        ids = [j.id for j in jobs]
+        async with self.pool.transaction() as conn:
+            taken = {r["name"] for r in await fetch_all(conn, Q["job_names_taken"], (names,))}
+            taken_ids = {r["id"] for r in await fetch_all(conn, Q["job_ids_taken"], (ids,))}
+        if cause.diag.constraint_name == "jobs_pkey":
+            clash = next((i for i in ids if i in taken_ids), _first_repeat(ids))
+            return Conflict(f"a job with id {clash!r} already exists")
+        name = next((n for n in names if n in taken), _first_repeat(names))
+        return Conflict(f"a job named {name!r} already exists")
+
+    async def job_get(self, ref: str) -> Job:
+        async with self.pool.transaction() as conn:
+            row = await fetch_one(conn, Q["job_by_id"], (ref,))
+            row = row or await fetch_one(conn, Q["job_by_name"], (ref,))
+        if row is None:
+            raise JobNotFound(ref)
+        return job_from_row(row, self._specs)
+
+    async def job_list(self, p: b.JobListParams) -> list[Job]:
+        where: list[sql.Composable] = [sql.SQL("deleted_at IS NULL")]
+        args: list[Any] = []
+        for column, value in (("queue", p.queue), ("kind", p.kind), ("paused", p.paused)):
+            if value is not None:
+                where.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
+                args.append(value)
+        if p.name_contains:
+            where.append(sql.SQL("strpos(lower(name), lower(%s)) > 0"))
+            args.append(p.name_contains)
+        if p.tag is not None:
+            where.append(sql.SQL("tags @> ARRAY[%s]::text[]"))
+            args.append(p.tag)
+        if p.after_name is not None:
+            where.append(sql.SQL('name COLLATE "C" > %s'))
+            args.append(p.after_name)
+        query = sql.SQL("SELECT * FROM jobs WHERE {} ORDER BY name COLLATE \"C\" LIMIT %s").format(
+            sql.SQL(" AND ").join(where))
+        args.append(min(p.limit, b.MAX_BATCH))
+        async with self.pool.transaction() as conn:
+            rows = await (await conn.execute(query, args)).fetchall()
+        return [job_from_row(r, self._specs) for r in rows]
+
+    async def job_update(self, p: b.JobUpdateParams) -> Job:
+        s = p.spec
+        try:
+            async with self.pool.transaction() as conn:
+                row = await fetch_one(conn, Q["job_update"], (
+                    s.name, s.queue, s.priority, s.kind, s.overlap.value, s.timeout_seconds,
+                    spec_to_json(s), list(s.tags), s.paused, p.next_run_at, p.now, p.id))
+        except StoreError as exc:
+            if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
+                raise Conflict(f"a job named {s.name!r} already exists") from exc
+            raise
+        if row is None:
+            raise JobNotFound(p.id)
+        return job_from_row(row, self._specs)
+
+    async def job_set_paused(self, p: b.JobSetPausedParams) -> Job:
+        async with self.pool.transaction() as conn:
+            current = await fetch_one(conn, Q["job_for_update"], (p.id,))
+            if current is None:
+                raise JobNotFound(p.id)
+            spec = replace(job_from_row(current, self._specs).spec, paused=p.paused)
+            row = await fetch_one(conn, Q["job_set_paused"], (
+                p.paused, spec_to_json(spec), p.next_run_at, p.now, p.id))
+        assert row is not None
+        return job_from_row(row, self._specs)
+
+    async def job_delete(self, p: b.JobDeleteParams) -> None:
+        args = {"id": p.id, "job_id": p.id, "now": p.now, "reason": "job deleted"}
+        async with self.pool.transaction() as conn:
+            cur = await conn.execute(Q["job_delete"], args)
+            if cur.rowcount == 0:
+                raise JobNotFound(p.id)
+            await conn.execute(Q["attempt_close_running_of_job"], args)
+            await conn.execute(Q["occurrence_cancel_job"], args)
+
+    async def job_due(self, p: b.JobDueParams) -> list[Job]:
+        async with self.pool.transaction() as conn:
+            rows = await fetch_all(conn, Q["job_due"], {
+                "until": p.until, "limit": min(p.limit, b.MAX_BATCH),
+                "shards": None if p.shards is None else sorted(p.shards)})
+        return [job_from_row(r, self._specs) for r in rows]
+
+    async def job_advance_many(self, p: b.JobAdvanceManyParams) -> int:
+        if not p.advances:
+            return 0
+        advances = sorted(p.advances, key=lambda a: a.job_id)
+        async with self.pool.transaction() as conn:
+            moved = {r["id"] for r in await fetch_all(conn, Q["job_advance"], {
+                "ids": [a.job_id for a in advances],
+                "expected": [a.expected_next_run_at for a in advances],
+                "next": [a.next_run_at for a in advances]})}
+            occurrences = [o for a in advances if a.job_id in moved for o in a.occurrences]
+            return await self._insert_occurrences(conn, occurrences, p.now)
+
+
+def job_row(job: Job) -> tuple[Any, ...]:
+    s: JobSpec = job.spec
+    return (job.id, s.name, s.queue, s.priority, s.kind, s.overlap.value, s.timeout_seconds,
+            spec_to_json(s), list(s.tags), s.paused, job.next_run_at, job.shard, job.created_at,
+            job.updated_at)
+
+
+def _first_repeat(values: list[str]) -> str:
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            return value
+        seen.add(value)
+    return values[0]

@@ -1,0 +1,85 @@
+"""The pruner: keeps history fast by dropping what is past the retention setting.
+
+On PostgreSQL, attempts live in daily partitions: each pass creates the partitions of the next
+days ahead (so attempts never land in the default partition in normal operation), drops whole
+partitions older than the retention, and deletes finished occurrences (and any attempts in the
+default partition) older than it in bounded batches (DESIGN rule 8).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from tickwork.clock import Clock
+from tickwork.scheduler.loop import Loop
+
+log = logging.getLogger("tickwork.pruner")
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionsEnsureParams:
+    """Daily partitions from the day of ``now`` through ``days_ahead`` days after it."""
+
+    now: datetime
+    days_ahead: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPruneParams:
+    """Drop history older than ``before``; delete at most ``limit`` rows of each kind."""
+
+    before: datetime
+    limit: int = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPruned:
+    partitions_dropped: list[str] = field(default_factory=list)
+    occurrences_deleted: int = 0
+    attempts_deleted: int = 0
+
+
+class HistoryStore(Protocol):
+    async def history_partitions_ensure(self, p: PartitionsEnsureParams) -> list[str]:
+        """Creates the missing partitions; returns their names."""
+        ...
+
+    async def history_prune(self, p: HistoryPruneParams) -> HistoryPruned: ...
+
+
+class Pruner(Loop):
+    name = "pruner"
+
+    def __init__(self, *, store: HistoryStore, clock: Clock, retention_days: int = 30,
+                 days_ahead: int = 3, interval_seconds: float = 600.0,
+                 batch_size: int = 5000) -> None:
+        if retention_days < 1:
+            raise ValueError(f"retention_days must be at least 1 (got {retention_days})")
+        if days_ahead < 1:
+            raise ValueError(f"days_ahead must be at least 1 (got {days_ahead})")
+        super().__init__(clock=clock, interval_seconds=interval_seconds)
+        self.store = store
+        self.retention = timedelta(days=retention_days)
+        self.days_ahead = days_ahead
+        self.batch_size = batch_size
+
+    async def run_once(self, now: datetime) -> HistoryPruned:
+        created = await self.store.history_partitions_ensure(
+            PartitionsEnsureParams(now=now, days_ahead=self.days_ahead))
+        if created:
+            log.info("created history partitions %s", ", ".join(created))
+        pruned = await self.store.history_prune(
+            HistoryPruneParams(before=now - self.retention, limit=self.batch_size))
+        if pruned.partitions_dropped or pruned.occurrences_deleted or pruned.attempts_deleted:
+            log.info("pruned history older than %s: dropped %s, deleted %d runs and %d attempts",
+                     (now - self.retention).date().isoformat(),
+                     ", ".join(pruned.partitions_dropped) or "no partitions",
+                     pruned.occurrences_deleted, pruned.attempts_deleted)
+        return pruned
+
+    async def tick(self, now: datetime) -> bool:
+        pruned = await self.run_once(now)
+        return max(pruned.occurrences_deleted, pruned.attempts_deleted) >= self.batch_size

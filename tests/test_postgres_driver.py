@@ -1,0 +1,170 @@
+"""What the PostgreSQL driver does beyond the conformance suite: its schema, migrations, bulk
+creation, transactional enqueue, concurrent claims of overlap jobs, errors, wake-ups."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tickwork.drivers.base import (
+    JobCreateManyParams,
+    JobDueParams,
+    JobListParams,
+    OccurrenceListParams,
+)
+from tickwork.drivers.postgres.enqueue import create_job_in
+from tickwork.drivers.postgres.store import PostgresStore
+from tickwork.drivers.sqlite.store import SqliteStore
+from tickwork.errors import Conflict, StoreError, StoreUnavailable
+from tickwork.models import OccurrenceState, Overlap
+from tickwork.testing import postgres as pg
+from tickwork.testing.factories import (
+    NOW,
+    add_job,
+    add_occurrences,
+    claim,
+    create_params,
+    job_spec,
+    seconds,
+)
+
+postgres_template = pg.postgres_template
+postgres_url = pg.postgres_url
+
+SCHEMA_FILE = (Path(__file__).resolve().parent.parent / "src" / "tickwork" / "drivers"
+               / "postgres" / "schema.txt")
+DOC = {"name": "receipt", "schedule": {"at": "2030-01-01T00:00:10Z"}, "kind": "http",
+       "payload": {"url": "https://example.org/hook"}}
+
+
+@pytest.fixture
+async def store(postgres_url: str) -> AsyncIterator[PostgresStore]:
+    s = PostgresStore(postgres_url)
+    yield s
+    await s.close()
+
+
+async def test_migrations_build_the_declared_schema(postgres_url: str) -> None:
+    """The migrated template equals schema.txt; TICKWORK_TEST_UPDATE_SCHEMA=1 rewrites it."""
+    actual = await pg.describe_schema(postgres_url)
+    if os.environ.get("TICKWORK_TEST_UPDATE_SCHEMA") == "1":
+        SCHEMA_FILE.write_text(actual, encoding="utf-8")
+    assert actual == SCHEMA_FILE.read_text(encoding="utf-8")
+
+
+async def test_concurrent_migrators_are_safe(postgres_template: str) -> None:
+    name = pg.create_database()  # empty: nothing migrated yet
+    try:
+        url = pg.url_of(name)
+        stores = [PostgresStore(url) for _ in range(4)]
+        await asyncio.gather(*(s.migrate() for s in stores))
+        for s in stores:
+            await s.close()
+        assert await pg.describe_schema(url) == SCHEMA_FILE.read_text(encoding="utf-8")
+    finally:
+        pg.drop_database(name)
+
+
+async def test_bulk_create_is_one_copy(store: PostgresStore) -> None:
+    jobs = await store.job_create_many(JobCreateManyParams(jobs=[
+        create_params(job_spec(f"bulk-{i:05d}"), next_run_at=NOW) for i in range(20_000)]))
+    assert len({j.id for j in jobs}) == 20_000
+    assert {j.shard for j in jobs} == set(range(64))  # spread over every shard
+    page = await store.job_list(JobListParams(after_name="bulk-19997"))
+    assert page == jobs[-2:]
+    with pytest.raises(Conflict, match="bulk-00007"):
+        await store.job_create_many(JobCreateManyParams(jobs=[
+            create_params(job_spec("fresh")), create_params(job_spec("bulk-00007"))]))
+
+
+async def test_transactional_enqueue_commits_with_the_transaction(
+    store: PostgresStore, postgres_url: str
+) -> None:
+    async with await psycopg.AsyncConnection.connect(postgres_url) as conn, conn.transaction():
+        job = await create_job_in(conn, DOC, now=NOW)
+        with pytest.raises(Conflict, match="receipt"):
+            await create_job_in(conn, DOC, now=NOW)  # a savepoint: the outer one goes on
+        assert [j.id for j in await store.job_list(JobListParams())] == []  # not yet
+    assert await store.job_get("receipt") == job
+    assert job.next_run_at == datetime(2030, 1, 1, 0, 0, 10, tzinfo=UTC)
+    due = await store.job_due(JobDueParams(until=NOW + seconds(10)))
+    assert [j.id for j in due] == [job.id]
+
+
+async def test_transactional_enqueue_rolls_back_with_the_transaction(
+    store: PostgresStore, postgres_url: str
+) -> None:
+    async with await psycopg.AsyncConnection.connect(postgres_url) as conn:
+        await create_job_in(conn, {**DOC, "name": "kept-out"}, now=NOW)
+        await conn.rollback()
+        async with conn.transaction():
+            await create_job_in(conn, {**DOC, "name": "kept"}, now=NOW)
+    assert [j.spec.name for j in await store.job_list(JobListParams())] == ["kept"]
+
+
+@pytest.mark.parametrize("overlap", [Overlap.SKIP, Overlap.BUFFER_ONE, Overlap.CANCEL_PREVIOUS])
+async def test_concurrent_claimers_never_both_start_one_job(
+    store: PostgresStore, postgres_url: str, overlap: Overlap
+) -> None:
+    """Six claimers at once, each job with several due occurrences: at most one runs."""
+    await store.migrate()
+    jobs = [await add_job(store, f"j{i}", overlap=overlap) for i in range(20)]
+    for job in jobs:
+        await add_occurrences(store, job, *(NOW - seconds(s) for s in range(5)))
+    peers = [PostgresStore(postgres_url) for _ in range(6)]
+    try:
+        for _ in range(3):
+            await asyncio.gather(*(claim(p, NOW, worker=f"w{i}", limit=7)
+                                   for i, p in enumerate(peers)))
+    finally:
+        for p in peers:
+            await p.close()
+    running = await store.occurrence_list(OccurrenceListParams(
+        states=[OccurrenceState.RUNNING], limit=1000))
+    per_job = [o.job_id for o in running]
+    assert sorted(per_job) == sorted(set(per_job)), "a job has two running occurrences"
+    assert len(per_job) == 20
+
+
+async def test_errors_are_translated(postgres_url: str) -> None:
+    gone = PostgresStore("postgresql://postgres:secret@127.0.0.1:1/nowhere")
+    gone.pool._connect_timeout = 2
+    with pytest.raises(StoreUnavailable) as info:
+        await gone.job_get("x")
+    assert "secret" not in str(info.value)
+    assert not isinstance(info.value, psycopg.Error)
+    await gone.close()
+    bare_name = pg.create_database()  # never migrated
+    bare = PostgresStore(pg.url_of(bare_name))
+    try:
+        with pytest.raises(StoreError, match="jobs"):
+            await bare.job_get("x")
+    finally:
+        await bare.close()
+        pg.drop_database(bare_name)
+
+
+@pytest.mark.parametrize("driver", ["sqlite", "postgres"])
+async def test_job_due_shard_filter(driver: str, postgres_url: str, tmp_path: Path) -> None:
+    s: SqliteStore | PostgresStore = (
+        SqliteStore(f"sqlite:///{tmp_path}/t.db") if driver == "sqlite"
+        else PostgresStore(postgres_url))
+    try:
+        await s.migrate()
+        job = await add_job(s, "a", next_run_at=NOW)
+        until = NOW + timedelta(seconds=1)
+        assert [j.id for j in await s.job_due(JobDueParams(until=until))] == [job.id]
+        mine = frozenset({job.shard})
+        assert [j.id for j in await s.job_due(JobDueParams(until=until, shards=mine))] == [
+            job.id]
+        others = frozenset(range(4096)) - mine
+        assert await s.job_due(JobDueParams(until=until, shards=others)) == []
+        assert await s.job_due(JobDueParams(until=until, shards=frozenset())) == []
+    finally:
+        await s.close()

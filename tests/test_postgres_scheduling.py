@@ -1,0 +1,161 @@
+"""Schedulers on PostgreSQL: shard leases, planners racing, history partitions and pruning."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+
+from tickwork.clock import FakeClock
+from tickwork.drivers.base import OccurrenceListParams
+from tickwork.drivers.postgres.store import PostgresStore
+from tickwork.models import OccurrenceState, ScheduleSpec
+from tickwork.scheduler.planner import Planner
+from tickwork.scheduler.pruner import Pruner
+from tickwork.scheduler.shards import ShardLeaser
+from tickwork.testing import postgres as pg
+from tickwork.testing.factories import (
+    NOW,
+    add_job,
+    add_occurrences,
+    claim,
+    complete,
+    completion,
+    seconds,
+)
+
+postgres_template = pg.postgres_template
+postgres_url = pg.postgres_url
+
+
+@pytest.fixture
+async def stores(postgres_url: str) -> AsyncIterator[list[PostgresStore]]:
+    """Three stores on one database, as three scheduler processes would open it."""
+    opened = [PostgresStore(postgres_url) for _ in range(3)]
+    yield opened
+    for s in opened:
+        await s.close()
+
+
+def leaser(store: PostgresStore, clock: FakeClock, owner: str) -> ShardLeaser:
+    return ShardLeaser(store=store, clock=clock, owner=owner, lease_seconds=10,
+                       interval_seconds=3)
+
+
+async def test_schedulers_share_the_shards_and_take_over_a_dead_ones(
+    stores: list[PostgresStore],
+) -> None:
+    clock = FakeClock(NOW)
+    a, b, c = (leaser(s, clock, n) for s, n in zip(stores, "abc", strict=True))
+    assert await a.run_once(clock.now()) == frozenset(range(64))
+    await b.run_once(clock.now())  # a holds everything: b gets nothing yet
+    await a.run_once(clock.now())  # a gives back what is above its fair share
+    await b.run_once(clock.now())
+    assert (len(a.held), len(b.held)) == (32, 32)
+    await c.run_once(clock.now())
+    for lsr in (a, b, c, a, b, c):
+        await lsr.run_once(clock.now())
+    assert sorted(len(x.held) for x in (a, b, c)) == [20, 22, 22]
+    assert a.held | b.held | c.held == frozenset(range(64))
+    assert len(a.held) + len(b.held) + len(c.held) == 64  # no shard held twice
+
+    # c dies (no more renewals). Within the lease its shards stay its own; after it, the two
+    # survivors take them over.
+    dead = c.held
+    clock.advance(6)
+    for lsr in (a, b):
+        await lsr.run_once(clock.now())
+    assert not (a.held | b.held) & dead
+    clock.advance(5)  # c's leases have expired
+    for lsr in (a, b, a, b):
+        await lsr.run_once(clock.now())
+    assert a.held | b.held == frozenset(range(64))
+    assert (len(a.held), len(b.held)) == (32, 32)
+    assert c.shards() == frozenset(), "a scheduler whose leases lapsed plans nothing"
+
+    await a.stop()  # a graceful stop gives the shards back at once
+    await b.run_once(clock.now())
+    assert b.held == frozenset(range(64))
+
+
+async def test_planners_on_disjoint_shards_plan_every_job_once(
+    stores: list[PostgresStore],
+) -> None:
+    clock = FakeClock(NOW)
+    every = ScheduleSpec(type="every", every_seconds=1.0)
+    for i in range(200):
+        await add_job(stores[0], f"j{i:03d}", next_run_at=NOW, schedule=every)
+    leasers = [leaser(s, clock, f"s{i}") for i, s in enumerate(stores)]
+    for lsr in leasers * 3:
+        await lsr.run_once(clock.now())
+    planners = [Planner(store=s, clock=clock, horizon_seconds=2, shards=lsr.shards)
+                for s, lsr in zip(stores, leasers, strict=True)]
+    inserted = await asyncio.gather(*(p.run_once(clock.now()) for p in planners))
+    assert sum(n for n, _ in inserted) == 200 * 3  # NOW, +1 s, +2 s for each job
+    assert all(n > 0 for n, _ in inserted), "each scheduler planned its own share"
+    occs = await stores[0].occurrence_list(OccurrenceListParams(limit=1000))
+    assert len(occs) == 600
+
+
+async def test_planners_racing_on_the_same_jobs_never_duplicate_or_go_back(
+    stores: list[PostgresStore],
+) -> None:
+    """No leases at all (every planner plans every shard): keys and the CAS keep it right."""
+    clock = FakeClock(NOW)
+    every = ScheduleSpec(type="every", every_seconds=1.0)
+    jobs = [await add_job(stores[0], f"j{i:03d}", next_run_at=NOW, schedule=every)
+            for i in range(100)]
+    planners = [Planner(store=s, clock=clock, horizon_seconds=3) for s in stores]
+    for _ in range(5):
+        await asyncio.gather(*(p.run_once(clock.now()) for p in planners))
+        clock.advance(1)
+    occs = await stores[0].occurrence_list(OccurrenceListParams(limit=1000))
+    keys = [(o.job_id, o.scheduled_at) for o in occs]
+    assert len(keys) == len(set(keys)) == 100 * 8  # NOW .. NOW + 7 s
+    for job in jobs:
+        assert (await stores[0].job_get(job.id)).next_run_at == NOW + seconds(8)
+
+
+async def test_pruner_partitions_attempts_and_drops_old_history(
+    stores: list[PostgresStore], postgres_url: str,
+) -> None:
+    store = stores[0]
+    day0 = datetime(2030, 1, 1, tzinfo=UTC)
+    job = await add_job(store, "j")
+    # An attempt lands in the default partition before any daily partition exists.
+    await add_occurrences(store, job, day0 + seconds(60))
+    (c,) = (await claim(store, day0 + seconds(60))).claims
+    await complete(store, day0 + seconds(61), completion(c, started_at=day0 + seconds(60)))
+
+    clock = FakeClock(day0 + seconds(3600))
+    pruner = Pruner(store=store, clock=clock, retention_days=2, days_ahead=2)
+    await pruner.run_once(clock.now())
+    assert await store.history_partitions() == [
+        "attempts_p20300101", "attempts_p20300102", "attempts_p20300103"]
+    async with await psycopg.AsyncConnection.connect(postgres_url) as conn:
+        rows = await (await conn.execute(
+            "SELECT tableoid::regclass::text FROM attempts")).fetchall()
+    assert rows == [("attempts_p20300101",)], "moved out of the default partition"
+    assert len(await store.attempt_list(job.id, day0 + seconds(60))) == 1
+
+    # Four days on, with retention 2 days: the first two days go, whole.
+    clock.advance(timedelta(days=4).total_seconds())
+    pruned = await pruner.run_once(clock.now())
+    assert pruned.partitions_dropped == ["attempts_p20300101", "attempts_p20300102"]
+    assert pruned.occurrences_deleted == 1
+    assert (await store.history_partitions())[0] == "attempts_p20300103"
+    assert await store.attempt_list(job.id, day0 + seconds(60)) == []
+    assert await store.occurrence_list(OccurrenceListParams(job_id=job.id)) == []
+
+
+async def test_pruner_keeps_unfinished_runs(stores: list[PostgresStore]) -> None:
+    store = stores[0]
+    job = await add_job(store, "j")
+    await add_occurrences(store, job, NOW)
+    pruner = Pruner(store=store, clock=FakeClock(NOW), retention_days=1)
+    pruned = await pruner.run_once(NOW + timedelta(days=30))
+    assert pruned.occurrences_deleted == 0
+    assert (await store.occurrence_get(job.id, NOW)).state is OccurrenceState.SCHEDULED
