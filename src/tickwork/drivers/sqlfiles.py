@@ -41,9 +41,7 @@ def load_migrations(package: str, folder: str = "migrations") -> list[tuple[int,
 
 
 def split_statements(sql: str) -> list[str]:
-    """The statements of a migration file, split on ``;`` (no procedural bodies allowed)."""
-    return [s.strip() for s in sql.split(";") if s.strip() and not _only_comments(s)]
-
-
-def _only_comments(sql: str) -> bool:
-    return all(not line.strip() or line.strip().startswith("--") for line in sql.splitlines())
+    """The statements of a migration file, split on ``;`` after dropping ``--`` comments (so a
+    semicolon in a comment is harmless). No procedural bodies or ``--`` inside strings."""
+    code = "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+    return [statement.strip() for statement in code.split(";") if statement.strip()]
