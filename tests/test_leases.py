@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import threading
 from datetime import timedelta
+from pathlib import Path
 
-from conftest import START, Harness
+from conftest import START, Harness, make_harness
 from tickwork.drivers.base import Completion
 from tickwork.models import AttemptOutcome, OccurrenceState, rfc3339
 from tickwork.scheduler.rescuer import Rescuer
@@ -108,3 +109,18 @@ async def test_a_stale_result_is_fenced_off(harness: Harness) -> None:
     assert await harness.pool.completer.submit(late) is False
     occ = await harness.store.occurrence_get(job.id, START)
     assert (occ.state, occ.attempt) == (OccurrenceState.RETRYING, 1)
+
+
+async def test_a_wake_up_while_the_queue_is_full_does_not_spin(tmp_path: Path) -> None:
+    """A full queue cannot act on a wake-up; the fetcher must go back to sleep, not loop
+    without yielding (which would starve every other task on the event loop)."""
+    async with make_harness(tmp_path, queues=(("default", 1),)) as h:
+        await h.client.create_job(hanging_job("fills-the-queue"))
+        await h.tick()
+        await started("fills-the-queue")
+        assert h.pool.running_count == 1
+        for _ in range(3):
+            h.pool.wake()
+            # With a spinning fetcher this never returns: the loop is never free again.
+            await asyncio.wait_for(asyncio.to_thread(lambda: None), 5)
+        assert h.pool.running_count == 1

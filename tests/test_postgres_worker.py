@@ -86,17 +86,22 @@ async def test_no_connection_idles_in_a_transaction_while_a_job_runs(
     occ = await worker.client.trigger_job(name)
     try:
         assert await asyncio.to_thread(gate.started.wait, 10)
-        states: list[tuple[str | None, str]] = []
+        # A transaction is "idle in transaction" for an instant between its statements; what
+        # must never happen is one held open while the job runs. The job runs for over a
+        # second here, so a transaction open longer than half of that is one held across it.
+        states: list[tuple[str | None, str, bool]] = []
         async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
             for _ in range(20):  # over a second, across several heartbeats (every 0.2 s)
                 cur = await conn.execute(
-                    "SELECT state, query FROM pg_stat_activity "
+                    "SELECT state, query, "
+                    "       coalesce(clock_timestamp() - xact_start > interval '500 ms', false) "
+                    "FROM pg_stat_activity "
                     "WHERE datname = current_database() AND pid <> pg_backend_pid()")
-                states += [(r[0], r[1]) for r in await cur.fetchall()]
+                states += [(r[0], r[1], r[2]) for r in await cur.fetchall()]
                 await asyncio.sleep(0.05)
         assert states, "the worker's connections are visible"
-        idle_in_tx = [s for s in states if s[0] and s[0].startswith("idle in transaction")]
-        assert idle_in_tx == []
+        held = [s for s in states if s[0] and s[0].startswith("idle in transaction") and s[2]]
+        assert held == []
         assert (await worker.client.get_run(name, occ.scheduled_at))[0].state.value == "running"
     finally:
         gate.release.set()

@@ -17,7 +17,6 @@ import asyncio
 import logging
 import signal
 import uuid
-from datetime import datetime
 
 from tickwork.clock import Clock, SystemClock
 from tickwork.config import Settings
@@ -27,17 +26,15 @@ from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.errors import ConfigError
 from tickwork.executors import build_executors
 from tickwork.executors.base import Executor
-from tickwork.models import Claim
 from tickwork.scheduler.planner import Planner
 from tickwork.scheduler.pruner import Pruner
 from tickwork.scheduler.rescuer import Rescuer
 from tickwork.scheduler.shards import ShardLeaser
 from tickwork.secrets import resolver_for as secret_resolver_for
-from tickwork.worker.outcomes import Result
 from tickwork.worker.pool import WorkerPool
+from tickwork.worker.runlog import log_run
 
 log = logging.getLogger("tickwork.distributed")
-runs_log = logging.getLogger("tickwork.runs")
 
 
 def _require_postgres(settings: Settings) -> None:
@@ -162,12 +159,3 @@ class WorkerProcess(_Process):
             await executor.close()
         await self.store.close()
         log.info("stopped")
-
-
-def log_run(claim: Claim, result: Result, started: datetime, finished: datetime) -> None:
-    occ = claim.occurrence
-    late_ms = (started - occ.scheduled_at).total_seconds() * 1000
-    took_ms = (finished - started).total_seconds() * 1000
-    runs_log.info("%s @ %s attempt %d: %s in %.0fms (started %.0fms after its time)",
-                  claim.job.spec.name, occ.scheduled_at.strftime("%H:%M:%S"), occ.attempt,
-                  type(result).__name__.lower(), took_ms, late_ms)

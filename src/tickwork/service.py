@@ -37,9 +37,9 @@ from tickwork.scheduler.rescuer import Rescuer
 from tickwork.secrets import resolver_for as secret_resolver_for
 from tickwork.worker.outcomes import Result
 from tickwork.worker.pool import WorkerPool
+from tickwork.worker.runlog import log_run
 
 log = logging.getLogger("tickwork.service")
-runs_log = logging.getLogger("tickwork.runs")
 
 
 class Service:
@@ -188,12 +188,7 @@ class Service:
     def _log_run(self, claim: Claim, result: Result, started: datetime,
                  finished: datetime) -> None:
         self.metrics.attempt_finished(claim, result, started, finished)
-        occ = claim.occurrence
-        late_ms = (started - occ.scheduled_at).total_seconds() * 1000
-        took_ms = (finished - started).total_seconds() * 1000
-        runs_log.info("%s @ %s attempt %d: %s in %.0fms (started %.0fms after its time)",
-                      claim.job.spec.name, occ.scheduled_at.strftime("%H:%M:%S"), occ.attempt,
-                      type(result).__name__.lower(), took_ms, late_ms)
+        log_run(claim, result, started, finished)
 
     def _take_lock(self) -> None:
         if not self.settings.database.startswith("sqlite:") and "://" in self.settings.database:

@@ -174,7 +174,11 @@ class WorkerPool:
 
     async def _sleep_until_work(self, q: _Queue, now: datetime) -> None:
         timeout = self.poll_interval_seconds
-        if len(q.running) < q.concurrency:
+        if len(q.running) >= q.concurrency:
+            # Full: a wake-up now (new work, a notification) cannot be acted on, and would
+            # make _wait return at once, spinning. Freeing a slot sets the event again.
+            q.wake.clear()
+        else:
             next_due = await self.store.occurrence_next_due(q.name, now)
             if next_due is not None:
                 wait = (next_due - self.clock.now()).total_seconds()
