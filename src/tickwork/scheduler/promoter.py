@@ -1,0 +1,136 @@
+"""The promoter: moves due keys from each queue's due set to its streams, in bounded batches.
+
+Any number of promoters run at once, with no lock: each batch is one atomic Lua call that
+decides due-ness on Redis' clock (DESIGN rules 3 and 6). Between passes it sleeps until the
+next key is due, as the script reported it (a difference on Redis' clock, so local clock skew
+does not matter), never longer than ``max_interval_seconds`` (keys added by other processes
+are found within that bound) and at once when ``wake()`` is called (a local planner's
+``on_planned`` or a trigger).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from tickwork.clock import Clock
+from tickwork.drivers.dispatch import MAX_PROMOTE, Dispatch, DuePromoteParams
+from tickwork.errors import DispatchUnavailable
+from tickwork.scheduler.loop import Loop
+
+log = logging.getLogger("tickwork.promoter")
+
+
+@dataclass(frozen=True, slots=True)
+class PromotePass:
+    moved: int
+    more: bool  # a queue still had a full batch due: go again at once
+    sleep_seconds: float  # until the next key is due, within the bounds
+
+
+class Promoter(Loop):
+    name = "promoter"
+
+    def __init__(
+        self,
+        *,
+        dispatch: Dispatch,
+        clock: Clock,
+        queues: Sequence[str] | Callable[[], Iterable[str]],
+        batch_size: int = MAX_PROMOTE,
+        batches_per_queue: int = 10,
+        max_interval_seconds: float = 0.5,
+        min_interval_seconds: float = 0.001,
+        unavailable_backoff_seconds: float = 1.0,
+        on_promoted: Callable[[str, int], None] | None = None,
+    ) -> None:
+        """``queues``: the queues to promote, or a function giving them at each pass.
+        ``batches_per_queue``: the most batches one pass moves per queue before the next
+        queue's turn, so a burst in one queue does not hold up another."""
+        if not 0 < batch_size <= MAX_PROMOTE:
+            raise ValueError(f"batch_size ({batch_size}) must be in 1..{MAX_PROMOTE}")
+        if batches_per_queue < 1:
+            raise ValueError(f"batches_per_queue ({batches_per_queue}) must be at least 1")
+        if not 0 < min_interval_seconds <= max_interval_seconds:
+            raise ValueError(f"min_interval_seconds ({min_interval_seconds}) must be positive "
+                             f"and at most max_interval_seconds ({max_interval_seconds})")
+        super().__init__(clock=clock, interval_seconds=max_interval_seconds)
+        self.dispatch = dispatch
+        self._queues = queues
+        self.batch_size = batch_size
+        self.batches_per_queue = batches_per_queue
+        self.max_interval_seconds = max_interval_seconds
+        self.min_interval_seconds = min_interval_seconds
+        self.unavailable_backoff_seconds = unavailable_backoff_seconds
+        self.on_promoted = on_promoted
+        self._wake = asyncio.Event()
+        self._unavailable = False
+
+    def queues(self) -> list[str]:
+        return list(self._queues() if callable(self._queues) else self._queues)
+
+    def wake(self) -> None:
+        """Promote now: new keys may be due sooner than the current sleep ends."""
+        self._wake.set()
+
+    async def run_once(self, now: datetime | None = None) -> PromotePass:
+        """One pass over every queue. ``now`` is unused: due-ness is Redis' clock."""
+        moved, more = 0, False
+        next_in: list[int] = []
+        for queue in self.queues():
+            for _ in range(self.batches_per_queue):
+                step = await self.dispatch.due_promote(DuePromoteParams(queue, self.batch_size))
+                moved += step.moved
+                if step.moved and self.on_promoted is not None:
+                    self.on_promoted(queue, step.moved)
+                if step.moved < self.batch_size:
+                    if step.next_in_ms is not None:
+                        next_in.append(step.next_in_ms)
+                    break
+            else:
+                more = True
+        sleep = self.max_interval_seconds
+        if next_in:
+            sleep = min(sleep, max(self.min_interval_seconds, min(next_in) / 1000))
+        return PromotePass(moved=moved, more=more, sleep_seconds=0.0 if more else sleep)
+
+    async def tick(self, now: datetime) -> bool:
+        return (await self.run_once(now)).more
+
+    async def _loop(self) -> None:  # Loop's fixed interval does not fit: sleep until next due
+        while True:
+            self._wake.clear()
+            sleep = self.max_interval_seconds
+            try:
+                result = await self.run_once(self.clock.now())
+                sleep = result.sleep_seconds
+                if self._unavailable:
+                    log.warning("Redis is reachable again; promoting")
+                    self._unavailable = False
+            except DispatchUnavailable as exc:
+                if not self._unavailable:
+                    log.warning("cannot promote, Redis unavailable (%s); retrying every %gs",
+                                exc, self.unavailable_backoff_seconds)
+                self._unavailable = True
+                sleep = self.unavailable_backoff_seconds
+            except Exception:
+                log.exception("promoter pass failed; retrying in %gs", sleep)
+            if sleep <= 0:
+                await asyncio.sleep(0)  # a full batch is waiting: go on, but let others run
+            else:
+                await self._wait(sleep)
+
+    async def _wait(self, seconds: float) -> None:
+        """Until ``wake()`` or ``seconds`` pass on the injected clock."""
+        if self._wake.is_set():
+            return
+        waiter = asyncio.ensure_future(self._wake.wait())
+        sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
+        try:
+            await asyncio.wait([waiter, sleeper], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            sleeper.cancel()

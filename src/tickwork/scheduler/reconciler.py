@@ -1,0 +1,215 @@
+"""The reconciler: rebuilds Redis' due sets from the store when Redis lost data or drifted.
+
+The store decides and Redis only delivers (DESIGN rule 1), so whatever Redis loses, the store
+still has as *waiting* occurrences; this loop puts their keys back (insert-if-absent). A queue is
+rebuilt in full when
+
+- the epoch changed or vanished (a flush, a restart without persistence, a failover to an empty
+  replica): every queue;
+- a worker's read had to create consumer groups (``notify_lost``): that queue;
+- its due set and streams are empty while the store says occurrences wait: that queue.
+
+Every ``repair_every_seconds`` it also repairs drift in a queue whose streams hold nothing ready:
+store-waiting occurrences overdue by more than ``repair_grace_seconds`` are re-added (a partial
+loss, e.g. the last writes before a failover). With nothing ready in the streams, an overdue
+waiting occurrence is lost from Redis or in the short window between a read and the store
+claim; re-adding the latter costs one claim the store rejects.
+
+Rebuilds page through the store (``page_size`` per call) and resume across ticks, at most
+``pages_per_tick`` pages per queue per tick (DESIGN rule 8). The loop also trims acked entries
+from the streams every ``trim_every_seconds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from tickwork.clock import Clock
+from tickwork.drivers.dispatch import (
+    Dispatch,
+    DueItem,
+    DueRebuildParams,
+    QueueStatsParams,
+    StreamTrimParams,
+    to_ms,
+)
+from tickwork.scheduler.loop import Loop
+
+log = logging.getLogger("tickwork.reconciler")
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingItem:
+    """An occurrence the store has waiting (scheduled, queued or retrying), as Redis needs it."""
+
+    key: str
+    due_ms: int
+    priority: int = 0
+
+
+class WaitingSource(Protocol):
+    async def waiting(self, queue: str, after: str | None, limit: int,
+                      due_before_ms: int | None = None) -> list[WaitingItem]:
+        """Up to ``limit`` waiting occurrences of ``queue`` ordered by key, starting after the
+        key ``after`` (None: from the first); only those due before ``due_before_ms`` if set."""
+        ...
+
+
+@dataclass(slots=True)
+class _Rebuild:
+    reason: str
+    due_before_ms: int | None = None
+    after: str | None = None
+    added: int = 0
+    seen: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciled:
+    queue: str
+    reason: str
+    seen: int  # waiting occurrences the store listed
+    added: int  # keys that were missing from the due set
+
+
+class Reconciler(Loop):
+    name = "reconciler"
+
+    def __init__(
+        self,
+        *,
+        dispatch: Dispatch,
+        source: WaitingSource,
+        clock: Clock,
+        queues: Sequence[str] | Callable[[], Iterable[str]],
+        interval_seconds: float = 5.0,
+        page_size: int = 1000,
+        pages_per_tick: int = 20,
+        repair_every_seconds: float = 300.0,
+        repair_grace_seconds: float = 60.0,
+        trim_every_seconds: float = 60.0,
+        on_reconciled: Callable[[Reconciled], None] | None = None,
+    ) -> None:
+        if page_size < 1 or pages_per_tick < 1:
+            raise ValueError(f"page_size ({page_size}) and pages_per_tick ({pages_per_tick}) "
+                             "must be at least 1")
+        if repair_grace_seconds < 0:
+            raise ValueError(f"repair_grace_seconds ({repair_grace_seconds}) must not be "
+                             "negative")
+        super().__init__(clock=clock, interval_seconds=interval_seconds)
+        self.dispatch = dispatch
+        self.source = source
+        self._queues = queues
+        self.page_size = page_size
+        self.pages_per_tick = pages_per_tick
+        self.repair_every = timedelta(seconds=repair_every_seconds)
+        self.repair_grace_ms = int(repair_grace_seconds * 1000)
+        self.trim_every = timedelta(seconds=trim_every_seconds)
+        self.on_reconciled = on_reconciled
+        self._lost: set[str] = set()
+        self._rebuilds: dict[str, _Rebuild] = {}
+        self._repaired_at: dict[str, datetime] = {}
+        self._trimmed_at: datetime | None = None
+        self._wake = asyncio.Event()
+
+    def queues(self) -> list[str]:
+        return list(self._queues() if callable(self._queues) else self._queues)
+
+    def notify_lost(self, queue: str) -> None:
+        """A worker's read had to create consumer groups for ``queue``: rebuild it now."""
+        self._lost.add(queue)
+        self._wake.set()
+
+    async def run_once(self, now: datetime) -> tuple[list[Reconciled], bool]:
+        """One bounded pass. Returns the rebuilds finished in it and whether more is left."""
+        queues = self.queues()
+        if not await self.dispatch.epoch_check():
+            log.warning("Redis lost its data (epoch gone or changed): rebuilding %d queues "
+                        "from the store", len(queues))
+            for queue in queues:
+                self._start(queue, _Rebuild("epoch"), now)
+        lost, self._lost = self._lost, set()
+        for queue in lost:
+            log.warning("queue %s had no consumer group: rebuilding it from the store", queue)
+            self._start(queue, _Rebuild("nogroup"), now)
+        for queue in queues:
+            if queue not in self._rebuilds:
+                await self._check(queue, now)
+        finished: list[Reconciled] = []
+        for queue in list(self._rebuilds):
+            done = await self._step(queue)
+            if done is not None:
+                finished.append(done)
+        if self._trimmed_at is None or now - self._trimmed_at >= self.trim_every:
+            self._trimmed_at = now
+            for queue in queues:
+                await self.dispatch.stream_trim(StreamTrimParams(queue))
+        return finished, bool(self._rebuilds)
+
+    async def tick(self, now: datetime) -> bool:
+        return (await self.run_once(now))[1]
+
+    def _start(self, queue: str, rebuild: _Rebuild, now: datetime) -> None:
+        # A full rebuild covers a repair too; a new loss restarts one from its first page.
+        self._repaired_at[queue] = now
+        self._rebuilds[queue] = rebuild
+
+    async def _check(self, queue: str, now: datetime) -> None:
+        stats = await self.dispatch.queue_stats(QueueStatsParams(queue))
+        if stats.ready:
+            return  # work is waiting in the streams: nothing to say about drift yet
+        if stats.due == 0 and await self.source.waiting(queue, None, 1):
+            log.warning("queue %s: Redis has nothing while the store has occurrences waiting; "
+                        "rebuilding", queue)
+            self._start(queue, _Rebuild("empty"), now)
+            return
+        last = self._repaired_at.get(queue)
+        if last is None or now - last >= self.repair_every:
+            self._start(queue, _Rebuild("repair", due_before_ms=to_ms(now)
+                                        - self.repair_grace_ms), now)
+
+    async def _step(self, queue: str) -> Reconciled | None:
+        rebuild = self._rebuilds[queue]
+        for _ in range(self.pages_per_tick):
+            items = await self.source.waiting(queue, rebuild.after, self.page_size,
+                                              rebuild.due_before_ms)
+            if items:
+                rebuild.added += await self.dispatch.due_rebuild(DueRebuildParams(
+                    [DueItem(queue, i.key, i.due_ms, i.priority) for i in items]))
+                rebuild.seen += len(items)
+                rebuild.after = items[-1].key
+            if len(items) < self.page_size:
+                del self._rebuilds[queue]
+                done = Reconciled(queue, rebuild.reason, rebuild.seen, rebuild.added)
+                if done.added or done.reason != "repair":
+                    log.warning("queue %s reconciled (%s): %d waiting in the store, %d re-added "
+                                "to Redis", queue, done.reason, done.seen, done.added)
+                if self.on_reconciled is not None:
+                    self.on_reconciled(done)
+                return done
+        return None
+
+    async def _loop(self) -> None:  # Loop's, plus notify_lost() waking it at once
+        while True:
+            self._wake.clear()
+            more = False
+            try:
+                more = await self.tick(self.clock.now())
+            except Exception:
+                self._log.exception("reconciler pass failed; retrying in %gs",
+                                    self.interval_seconds)
+            if more:
+                await asyncio.sleep(0)
+                continue
+            waiter = asyncio.ensure_future(self._wake.wait())
+            sleeper = asyncio.ensure_future(self.clock.sleep(self.interval_seconds))
+            try:
+                await asyncio.wait([waiter, sleeper], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+                sleeper.cancel()
