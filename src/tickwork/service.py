@@ -34,6 +34,7 @@ from tickwork.metrics import Metrics
 from tickwork.models import Claim
 from tickwork.scheduler.planner import Planner
 from tickwork.scheduler.rescuer import Rescuer
+from tickwork.secrets import SecretResolver
 from tickwork.secrets import resolver_for as secret_resolver_for
 from tickwork.worker.outcomes import Result
 from tickwork.worker.pool import WorkerPool
@@ -51,6 +52,7 @@ class Service:
         self.store = open_store(settings.database)
         self.executors: dict[str, Executor] = {}
         self.executor_settings = settings.executors
+        self.secrets: SecretResolver | None = None
         self.pool: WorkerPool | None = None
         self.planner: Planner | None = None
         self.rescuer: Rescuer | None = None
@@ -71,8 +73,8 @@ class Service:
                    "tickwork.demo"}
         self.executor_settings = replace(executor_settings,
                                          python_allowed_modules=tuple(sorted(allowed)))
-        self.executors = build_executors(self.executor_settings,
-                                         secret_resolver_for(self.settings.database))
+        self.secrets = secret_resolver_for(self.settings.database)
+        self.executors = build_executors(self.executor_settings, self.secrets)
 
         s = self.settings
         self.pool = WorkerPool(
@@ -111,9 +113,9 @@ class Service:
         if self.pool is not None:
             await self.pool.stop()
         for executor in self.executors.values():
-            close = getattr(executor, "close", None)
-            if close is not None:
-                await close()
+            await executor.close()
+        if self.secrets is not None:
+            await self.secrets.store.close()
         await self.store.close()
         self._release_lock()
         self._stopped.set()

@@ -7,6 +7,8 @@ implements both. Methods are noun-first with one params object, and take ``now``
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -162,11 +164,26 @@ class AdminStore(Protocol):
 
 
 def admin_for(store: Store) -> AdminStore:
-    """The AdminStore of a store, sharing its connection."""
+    """The AdminStore of a store, sharing its connection (SQLite) or pool (PostgreSQL)."""
     from tickwork.drivers.sqlite.admin import SqliteAdmin  # noqa: PLC0415  (drivers load lazily)
     from tickwork.drivers.sqlite.store import SqliteStore  # noqa: PLC0415
 
     if isinstance(store, SqliteStore):
         return SqliteAdmin.for_store(store)
+    try:
+        from tickwork.drivers.postgres.admin import PostgresAdmin  # noqa: PLC0415
+        from tickwork.drivers.postgres.store import PostgresStore  # noqa: PLC0415
+    except ImportError:  # no postgres extra (psycopg), so no PostgresStore to serve
+        pass
+    else:
+        if isinstance(store, PostgresStore):
+            return PostgresAdmin.for_store(store)
     raise ConfigError("database", f"{type(store).__name__} has no admin driver yet "
                       "(the REST API, dashboard and metrics need one)")
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile of already sorted values (both drivers report it this way)."""
+    if not sorted_values:
+        return None
+    return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]

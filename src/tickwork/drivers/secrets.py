@@ -5,9 +5,9 @@ it never sees a plaintext value and never needs the key. Names are case-sensitiv
 ``MAX_SECRET_NAME`` characters of ``A-Z a-z 0-9 _ . -`` (checked by the callers, in
 ``tickwork.secrets``). Every method is async; ``now`` comes from the caller, as in the Store.
 
-A driver (the SQLite one is ``drivers.sqlite.secrets``; PostgreSQL's will sit next to its store)
-keeps one table: ``secrets(name PRIMARY KEY, value, created_at, updated_at)``, created by its
-store's migrations, so a migrated database is ready for secrets.
+A driver (``drivers.sqlite.secrets``, ``drivers.postgres.secrets``) keeps one table:
+``secrets(name PRIMARY KEY, value, created_at, updated_at)``, created by its store's
+migrations, so a migrated database is ready for secrets.
 """
 
 from __future__ import annotations
@@ -55,5 +55,13 @@ def open_secret_store(url: str) -> SecretStore:
         from tickwork.drivers.sqlite.secrets import SqliteSecretStore  # noqa: PLC0415  (driver imports stay lazy, as in drivers/__init__)
 
         return SqliteSecretStore(url)
-    raise ConfigError("database", "secrets are stored in SQLite only in this version; "
-                      "use sqlite:///path")
+    if url.startswith(("postgresql://", "postgres://")):
+        try:
+            from tickwork.drivers.postgres.secrets import PostgresSecretStore  # noqa: PLC0415  (optional dependency, loaded only for PostgreSQL)
+        except ImportError as exc:
+            raise ConfigError("database", "PostgreSQL needs the postgres extra: "
+                              "pip install 'tickwork[postgres]'") from exc
+        return PostgresSecretStore(url)
+    scheme = url.split("://", 1)[0]
+    raise ConfigError("database", f"no secret store for database URL scheme {scheme!r}; "
+                      "expected sqlite:///path or postgresql://...")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Iterable
 from datetime import timedelta
 
 from tickwork.drivers import admin as a
@@ -103,7 +102,7 @@ class SqliteAdmin:
                 finished=len(ended), succeeded=succeeded,
                 success_rate=succeeded / len(ended) if ended else None,
                 lateness_avg_seconds=sum(lateness) / len(lateness) if lateness else None,
-                lateness_p95_seconds=_percentile(lateness, 0.95),
+                lateness_p95_seconds=a.percentile(list(lateness), 0.95),
                 waiting=sum(states.get(s, 0) for s in ("scheduled", "queued", "retrying")),
                 running=states.get("running", 0), by_state=states)
 
@@ -163,11 +162,3 @@ def _token(row: sqlite3.Row) -> a.TokenInfo:
                        created_at=from_us(row["created_at"]),
                        last_used_at=from_us_or_none(row["last_used_at"]),
                        revoked_at=from_us_or_none(row["revoked_at"]))
-
-
-def _percentile(sorted_values: Iterable[float], q: float) -> float | None:
-    """Nearest-rank percentile of already sorted values."""
-    values = list(sorted_values)
-    if not values:
-        return None
-    return values[max(0, math.ceil(q * len(values)) - 1)]

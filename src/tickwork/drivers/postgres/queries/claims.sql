@@ -1,7 +1,7 @@
 -- name: occurrence_candidates
--- Due occurrences of one queue, locked; rows another claimer holds are skipped. With
--- server_clock, due-ness also needs the database's own clock to agree (DESIGN rule 6): a worker
--- whose clock runs fast never starts a job early.
+-- Due occurrences of one queue (none while the queue is paused), locked; rows another
+-- claimer holds are skipped. With server_clock, due-ness also needs the database's own clock
+-- to agree (DESIGN rule 6): a worker whose clock runs fast never starts a job early.
 SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_next_run_at,
        j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard,
        j.overlap AS job_overlap
@@ -9,6 +9,7 @@ FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = %(queue)s AND o.state IN ('scheduled', 'queued', 'retrying')
   AND o.due_at <= %(now)s AND (NOT %(server_clock)s OR o.due_at <= statement_timestamp())
   AND NOT j.paused AND j.deleted_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused)
   AND NOT (j.overlap = 'buffer_all' AND EXISTS (
       SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running'))
 ORDER BY o.priority DESC, o.due_at
