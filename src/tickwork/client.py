@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -80,10 +80,15 @@ def to_spec(job: JobInput, *, field_prefix: str = "") -> JobSpec:
 
 class AsyncClient:
     def __init__(self, store: Store, *, clock: Clock | None = None,
-                 on_change: Callable[[], None] | None = None) -> None:
+                 on_change: Callable[[], None] | None = None,
+                 after_insert: Callable[[Sequence[Occurrence]], Awaitable[object]] | None = None,
+                 ) -> None:
         self.store = store
         self.clock = clock or SystemClock()
         self.on_change = on_change  # the embedded service wakes its workers through this
+        # Triggers and backfills hand what they stored to this, once committed: with Redis
+        # dispatch, DueFeeder.add_waiting (it logs a failure; the reconciler repairs it).
+        self.after_insert = after_insert
         self._admin: AdminStore | None = None
 
     @property
@@ -182,6 +187,8 @@ class AsyncClient:
             NewOccurrence(job_id=job.id, scheduled_at=now, due_at=now, queue=job.spec.queue,
                           priority=job.spec.priority, max_attempts=job.spec.retry.max_attempts,
                           trigger=Trigger.MANUAL)], now=now))
+        if self.after_insert is not None:
+            await self.after_insert(stored)
         self._changed()
         return stored[0]
 
@@ -225,6 +232,8 @@ class AsyncClient:
                           priority=job.spec.priority, max_attempts=job.spec.retry.max_attempts,
                           trigger=Trigger.BACKFILL) for t in times], now=now))
         created = sum(1 for t in times if t not in existing)  # for the report only
+        if self.after_insert is not None:
+            await self.after_insert(stored)
         self._changed()
         return Backfill(occurrences=stored, created=created)
 

@@ -9,6 +9,11 @@ Run as many of each as you like on one PostgreSQL database; none is special.
   and writes results fenced on the attempt. It LISTENs for new work, and polls as a fallback.
 
 Both stop gracefully on SIGTERM (G10), like the embedded service.
+
+With ``--redis URL`` (the postgres + redis deployment, docs/redis.md) a scheduler also adds
+what it plans to Redis' due sets and runs the promoter and the reconciler; a worker reads what
+Redis delivers and claims those keys in the store, falling back to claiming straight from the
+store while Redis is unreachable (degraded mode).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import asyncio
 import logging
 import signal
 import uuid
+from typing import TYPE_CHECKING
 
 from tickwork.clock import Clock, SystemClock
 from tickwork.config import Settings
@@ -26,15 +32,30 @@ from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.errors import ConfigError
 from tickwork.executors import build_executors
 from tickwork.executors.base import Executor
+from tickwork.scheduler.loop import Loop
 from tickwork.scheduler.planner import Planner
 from tickwork.scheduler.pruner import Pruner
 from tickwork.scheduler.rescuer import Rescuer
 from tickwork.scheduler.shards import ShardLeaser
+from tickwork.secrets import SecretResolver
 from tickwork.secrets import resolver_for as secret_resolver_for
 from tickwork.worker.pool import WorkerPool
 from tickwork.worker.runlog import log_run
 
+if TYPE_CHECKING:
+    from tickwork.dispatching import SchedulerDispatch
+    from tickwork.drivers.redis.dispatch import RedisDispatch
+    from tickwork.worker.redis_source import RedisClaimSource
+
 log = logging.getLogger("tickwork.distributed")
+
+
+def _open_redis(settings: Settings) -> RedisDispatch | None:
+    if settings.redis is None:
+        return None
+    from tickwork.dispatching import open_dispatch  # noqa: PLC0415  (needs the redis extra)
+
+    return open_dispatch(settings.redis)
 
 
 def _require_postgres(settings: Settings) -> None:
@@ -83,16 +104,25 @@ class SchedulerProcess(_Process):
         self.store = PostgresStore(settings.database, shard_count=settings.shard_count,
                                    max_pool_size=4)
         s = settings
+        self.dispatch = _open_redis(settings)
+        self.redis: SchedulerDispatch | None = None
+        if self.dispatch is not None:
+            from tickwork.dispatching import SchedulerDispatch  # noqa: PLC0415
+
+            self.redis = SchedulerDispatch(store=self.store, dispatch=self.dispatch,
+                                           clock=self.clock)
         self.leaser = ShardLeaser(store=self.store, clock=self.clock, owner=self.id,
                                   lease_seconds=s.lease_seconds,
                                   interval_seconds=s.heartbeat_seconds)
         self.planner = Planner(store=self.store, clock=self.clock,
                                horizon_seconds=s.planner_horizon_seconds,
                                interval_seconds=s.planner_interval_seconds,
-                               shards=self.leaser.shards)
+                               shards=self.leaser.shards,
+                               after_commit=self.redis.after_plan if self.redis else None)
         # Never sole_worker here: other processes' leases are only orphans once they expire.
         self.rescuer = Rescuer(store=self.store, clock=self.clock,
-                               interval_seconds=s.rescue_interval_seconds)
+                               interval_seconds=s.rescue_interval_seconds,
+                               after_rescue=self.redis.after_rescue() if self.redis else None)
         self.pruner = Pruner(store=self.store, clock=self.clock,
                              retention_days=s.retention_days)
         self._started = False
@@ -103,18 +133,25 @@ class SchedulerProcess(_Process):
         await self.pruner.run_once(now)  # today's partitions exist before anything runs
         await self.leaser.run_once(now)
         self._started = True
-        for loop in (self.leaser, self.planner, self.rescuer, self.pruner):
+        if self.dispatch is not None:
+            await self.dispatch.check_settings()
+        for loop in (self.leaser, self.planner, self.rescuer, self.pruner, *self._redis_loops()):
             loop.start()
-        log.info("tickwork scheduler is running: database %s, scheduler %s, %d of %d shards",
+        log.info("tickwork scheduler is running: database %s, scheduler %s, %d of %d shards%s",
                  safe_url(self.settings.database), self.id, len(self.leaser.held),
-                 await self.store.shard_count())
+                 await self.store.shard_count(), ", dispatch redis" if self.redis else "")
+
+    def _redis_loops(self) -> tuple[Loop, ...]:
+        return self.redis.loops() if self.redis is not None else ()
 
     async def stop(self) -> None:
         log.info("stopping scheduler %s", self.id)
-        for loop in (self.planner, self.rescuer, self.pruner):
+        for loop in (self.planner, self.rescuer, self.pruner, *self._redis_loops()):
             await loop.stop()
         if self._started:
             await self.leaser.stop()  # gives the shards back at once
+        if self.dispatch is not None:
+            await self.dispatch.close()
         await self.store.close()
         log.info("stopped")
 
@@ -130,23 +167,42 @@ class WorkerProcess(_Process):
                                    max_pool_size=min(20, 4 + 2 * len(s.queues)))
         self.executors: dict[str, Executor] = {}
         self.pool: WorkerPool | None = None
+        self.dispatch = _open_redis(settings)
+        self.source: RedisClaimSource | None = None
         self.listener: NotifyListener | None = None
+        self.secrets: SecretResolver | None = None
 
     async def start(self) -> None:
         s = self.settings
         await self.store.migrate()
-        self.executors = build_executors(s.executors, secret_resolver_for(s.database))
+        self.secrets = secret_resolver_for(s.database)
+        self.executors = build_executors(s.executors, self.secrets)
+        worker_id = s.worker_id or f"worker-{uuid.uuid4().hex[:8]}"
+        if self.dispatch is not None:
+            from tickwork.worker.redis_source import RedisClaimSource  # noqa: PLC0415
+
+            await self.dispatch.check_settings()
+            self.source = RedisClaimSource(
+                store=self.store, dispatch=self.dispatch, clock=self.clock, worker_id=worker_id,
+                lease_seconds=s.lease_seconds, heartbeat_seconds=s.heartbeat_seconds,
+                poll_interval_seconds=s.poll_interval_seconds)
         self.pool = WorkerPool(
             store=self.store, clock=self.clock, executors=self.executors, queues=s.queues,
-            worker_id=s.worker_id, lease_seconds=s.lease_seconds,
+            worker_id=worker_id, lease_seconds=s.lease_seconds,
             heartbeat_seconds=s.heartbeat_seconds, poll_interval_seconds=s.poll_interval_seconds,
-            shutdown_grace_seconds=s.shutdown_grace_seconds, on_finished=log_run)
+            shutdown_grace_seconds=s.shutdown_grace_seconds, on_finished=log_run,
+            source=self.source)
         self.listener = NotifyListener(s.database, self.pool.wake, clock=self.clock)
         self.listener.start()
         self.pool.start()
-        log.info("tickwork worker is running: database %s, queues %s, worker %s",
+        log.info("tickwork worker is running: database %s, queues %s, worker %s%s",
                  safe_url(self.settings.database), ", ".join(f"{q}:{c}" for q, c in s.queues),
-                 self.pool.worker_id)
+                 self.pool.worker_id, ", dispatch redis" if self.source else "")
+
+    @property
+    def mode(self) -> str:
+        """``redis``, ``degraded`` (Redis unreachable: claiming from the store) or ``postgres``."""
+        return self.source.mode if self.source is not None else "postgres"
 
     async def stop(self) -> None:
         log.info("stopping: no new runs; waiting up to %gs for running ones",
@@ -157,5 +213,9 @@ class WorkerProcess(_Process):
             await self.pool.stop()
         for executor in self.executors.values():
             await executor.close()
+        if self.secrets is not None:
+            await self.secrets.store.close()
+        if self.dispatch is not None:
+            await self.dispatch.close()
         await self.store.close()
         log.info("stopped")

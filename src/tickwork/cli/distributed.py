@@ -16,6 +16,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "scheduler", help="plan jobs, rescue expired leases and prune history (PostgreSQL); "
         "run as many as you like")
     add_store_options(scheduler)
+    _add_redis_option(scheduler)
     scheduler.add_argument("--scheduler-id", metavar="NAME",
                            help="name this scheduler in shard leases and logs")
     scheduler.add_argument("--log-level", default=None,
@@ -29,8 +30,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     worker.add_argument("--queues", metavar="SPEC", help="queues and their concurrency, "
                         "e.g. default:16,mail:4")
     worker.add_argument("--worker-id", metavar="NAME", help="name this worker in run history")
+    _add_redis_option(worker)
     worker.add_argument("--log-level", default=None, help="debug, info (default), warning, error")
     worker.set_defaults(handler=run_worker)
+
+
+def _add_redis_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--redis", metavar="URL", help="redis://host:port/db: dispatch through "
+                        "Redis (the postgres + redis deployment); env TICKWORK_REDIS_URL")
 
 
 async def run_scheduler(args: argparse.Namespace) -> int:
@@ -38,7 +45,7 @@ async def run_scheduler(args: argparse.Namespace) -> int:
 
     if args.log_level is None:
         logging.getLogger().setLevel(logging.INFO)
-    settings = settings_from(args)
+    settings = settings_from(args, redis=args.redis)
     await SchedulerProcess(settings, scheduler_id=args.scheduler_id).run_until_signalled()
     return 0
 
@@ -48,7 +55,8 @@ async def run_worker(args: argparse.Namespace) -> int:
 
     if args.log_level is None:
         logging.getLogger().setLevel(logging.INFO)
-    settings = settings_from(args, queues=args.queues, worker_id=args.worker_id)
+    settings = settings_from(args, queues=args.queues, worker_id=args.worker_id,
+                             redis=args.redis)
     worker = WorkerProcess(settings)
     await worker.run_until_signalled()
     if worker.pool is not None and worker.pool.released:

@@ -242,6 +242,51 @@ class ClaimResult:
     cancelled: list[LeaseRef] = field(default_factory=list)  # running ones cancel_previous ended
 
 
+@dataclass(frozen=True, slots=True)
+class OccurrenceClaimKeysParams:
+    """Claim these occurrences, delivered by a dispatch (Redis), as ``occurrence_claim`` would:
+    due by ``now`` in a waiting state, the same catch-up and overlap decisions and lease.
+
+    Keys that cannot be claimed come back as ``not_due`` (waiting, but not due yet, or of a
+    paused job or queue: re-arm them at the due time given) or ``gone`` (running, finished,
+    cancelled, deleted or unknown: drop them). A key left waiting by the overlap policy
+    (``buffer_one``/``buffer_all`` behind a running one) or locked by another claimer is
+    ``not_due`` with its current due time too.
+    """
+
+    keys: Sequence[tuple[str, datetime]]  # (job_id, scheduled_at)
+    worker: str
+    now: datetime
+    lease_seconds: float = 30.0
+    lease_margin_seconds: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class KeyClaimResult(ClaimResult):
+    not_due: list[tuple[str, datetime, datetime]] = field(default_factory=list)  # + due_at
+    gone: list[tuple[str, datetime]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class OccurrenceWaitingParams:
+    """Waiting occurrences (scheduled, queued, retrying) of one queue whose job is neither
+    paused nor deleted, ordered by (job_id, scheduled_at), after the key ``after``; only those
+    due before ``due_before`` if set. The reconciler rebuilds Redis from these pages."""
+
+    queue: str
+    after: tuple[str, datetime] | None = None
+    limit: int = MAX_BATCH
+    due_before: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingOccurrence:
+    job_id: str
+    scheduled_at: datetime
+    due_at: datetime
+    priority: int
+
+
 class Store(Protocol):
     """The source of truth. Every method is one transaction."""
 
@@ -266,6 +311,8 @@ class Store(Protocol):
 
     async def occurrence_insert(self, p: OccurrenceInsertParams) -> list[Occurrence]: ...
     async def occurrence_claim(self, p: OccurrenceClaimParams) -> ClaimResult: ...
+    async def occurrence_claim_keys(self, p: OccurrenceClaimKeysParams) -> KeyClaimResult: ...
+    async def occurrence_waiting(self, p: OccurrenceWaitingParams) -> list[WaitingOccurrence]: ...
     async def occurrence_complete(self, p: OccurrenceCompleteParams) -> list[bool]:
         """One flag per completion: True if applied, False if fenced off (stale attempt)."""
         ...

@@ -8,7 +8,7 @@ moves each job's next run on, all in one store transaction.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 
 from tickwork.clock import Clock
@@ -78,8 +78,11 @@ class Planner(Loop):
         per_job_limit: int = 1000,
         on_planned: Callable[[datetime], None] | None = None,
         shards: Callable[[], frozenset[int]] | None = None,
+        after_commit: Callable[[Sequence[JobAdvance]], Awaitable[None]] | None = None,
     ) -> None:
-        """``shards``: the shards this planner may plan now (a ShardLeaser's); None: all."""
+        """``shards``: the shards this planner may plan now (a ShardLeaser's); None: all.
+        ``after_commit``: awaited with the advances once the store committed them (the Redis
+        deployment adds their occurrences to the due set); it must not raise."""
         if horizon_seconds < interval_seconds:
             raise ValueError(
                 f"horizon_seconds ({horizon_seconds}) must be at least "
@@ -92,6 +95,7 @@ class Planner(Loop):
         self.on_planned = on_planned
         self.schedules = ScheduleCache()
         self.shards = shards
+        self.after_commit = after_commit
 
     async def run_once(self, now: datetime) -> tuple[int, bool]:
         """Plan one batch. Returns (occurrences inserted, whether more jobs may be due)."""
@@ -114,6 +118,8 @@ class Planner(Loop):
         if advances:
             inserted = await self.store.job_advance_many(
                 JobAdvanceManyParams(advances=advances, now=now))
+            if self.after_commit is not None:
+                await self.after_commit(advances)
             if inserted and self.on_planned is not None:
                 earliest = min(o.due_at for a in advances for o in a.occurrences)
                 self.on_planned(earliest)

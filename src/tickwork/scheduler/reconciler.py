@@ -38,6 +38,7 @@ from tickwork.drivers.dispatch import (
     StreamTrimParams,
     to_ms,
 )
+from tickwork.errors import DispatchUnavailable
 from tickwork.scheduler.loop import Loop
 
 log = logging.getLogger("tickwork.reconciler")
@@ -116,6 +117,7 @@ class Reconciler(Loop):
         self._repaired_at: dict[str, datetime] = {}
         self._trimmed_at: datetime | None = None
         self._wake = asyncio.Event()
+        self._outage = False  # a pass failed with Redis unreachable: rebuild when it answers
 
     def queues(self) -> list[str]:
         return list(self._queues() if callable(self._queues) else self._queues)
@@ -133,6 +135,14 @@ class Reconciler(Loop):
                         "from the store", len(queues))
             for queue in queues:
                 self._start(queue, _Rebuild("epoch"), now)
+        elif self._outage:
+            # Reachable again with its data: what the store made waiting meanwhile (planned,
+            # retried, claimed on the SQL path) may be missing; insert-if-absent is cheap.
+            log.warning("Redis is reachable again: re-adding %d queues' waiting occurrences",
+                        len(queues))
+            for queue in queues:
+                self._start(queue, _Rebuild("outage"), now)
+        self._outage = False
         lost, self._lost = self._lost, set()
         for queue in lost:
             log.warning("queue %s had no consumer group: rebuilding it from the store", queue)
@@ -200,6 +210,11 @@ class Reconciler(Loop):
             more = False
             try:
                 more = await self.tick(self.clock.now())
+            except DispatchUnavailable as exc:
+                if not self._outage:
+                    log.warning("cannot reconcile, Redis unavailable (%s); retrying every %gs",
+                                exc, self.interval_seconds)
+                self._outage = True
             except Exception:
                 self._log.exception("reconciler pass failed; retrying in %gs",
                                     self.interval_seconds)

@@ -7,7 +7,7 @@ Each becomes ``crashed``; its occurrence is retried while attempts remain, or en
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from tickwork.clock import Clock
@@ -28,6 +28,7 @@ class Rescuer(Loop):
         interval_seconds: float = 5.0,
         sole_worker: str | None = None,
         on_rescued: Callable[[list[Rescued]], None] | None = None,
+        after_rescue: Callable[[list[Rescued]], Awaitable[None]] | None = None,
     ) -> None:
         """``sole_worker``: set only by a process that holds the store's lock (the embedded
         service); leases of every other worker are then orphans and are rescued at once."""
@@ -35,6 +36,7 @@ class Rescuer(Loop):
         self.store = store
         self.sole_worker = sole_worker
         self.on_rescued = on_rescued
+        self.after_rescue = after_rescue  # the Redis deployment re-arms retried occurrences
 
     async def run_once(self, now: datetime) -> list[Rescued]:
         rescued = await self.store.occurrence_rescue(
@@ -44,6 +46,8 @@ class Rescuer(Loop):
                         r.job_id, r.scheduled_at.isoformat(), r.attempt, r.worker, r.state.value)
         if rescued and self.on_rescued is not None:
             self.on_rescued(rescued)
+        if rescued and self.after_rescue is not None:
+            await self.after_rescue(rescued)
         return rescued
 
     async def tick(self, now: datetime) -> bool:

@@ -38,6 +38,7 @@ from tickwork.models import (
     Trigger,
 )
 from tickwork.testing.conformance_jobs import JobConformance
+from tickwork.testing.conformance_keys import KeyConformance
 from tickwork.testing.conformance_occurrences import OccurrenceConformance
 from tickwork.testing.factories import (
     NOW,
@@ -309,5 +310,6 @@ class ClaimConformance:
             assert a.outcome is AttemptOutcome.SUCCEEDED
 
 
-class StoreConformance(JobConformance, OccurrenceConformance, ClaimConformance):
+class StoreConformance(JobConformance, OccurrenceConformance, ClaimConformance,
+                       KeyConformance):
     """Subclass as ``TestXxxStore`` and define the ``store`` and ``peer_store`` fixtures."""

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from tickwork.clock import Clock
 from tickwork.drivers.base import Completion, OccurrenceCompleteParams, Store
+from tickwork.failpoints import failpoint
 
 log = logging.getLogger("tickwork.completer")
 
@@ -73,6 +74,7 @@ class Completer:
                               len(completions), delay)
                 await self.clock.sleep(delay)
                 delay = min(delay * 2, 5.0)
+        failpoint("after_commit")  # fault tests: die with the batch committed, nothing acked
         for (completion, future), ok in zip(batch, applied, strict=True):
             if not ok:
                 log.warning("result of %s @ %s attempt %d rejected: the attempt no longer holds "

@@ -20,16 +20,17 @@ from datetime import datetime, timedelta
 from tickwork.clock import Clock
 from tickwork.drivers.base import (
     LeaseRef,
-    OccurrenceClaimParams,
     OccurrenceHeartbeatParams,
     OccurrenceReleaseParams,
     Store,
 )
 from tickwork.errors import Fail
 from tickwork.executors.base import ExecutionContext, Executor
+from tickwork.failpoints import failpoint
 from tickwork.models import Claim
 from tickwork.worker.completer import Completer
 from tickwork.worker.outcomes import Result, TimedOut, decide
+from tickwork.worker.sources import ClaimSource, SqlClaimSource
 
 log = logging.getLogger("tickwork.worker")
 
@@ -64,7 +65,9 @@ class WorkerPool:
         shutdown_grace_seconds: float = 30.0,
         rng: random.Random | None = None,
         on_finished: Callable[[Claim, Result, datetime, datetime], None] | None = None,
+        source: ClaimSource | None = None,
     ) -> None:
+        """``source``: where claims come from (default: the store, ``SqlClaimSource``)."""
         if heartbeat_seconds >= lease_seconds:
             raise ValueError(f"heartbeat_seconds ({heartbeat_seconds}) must be less than "
                              f"lease_seconds ({lease_seconds})")
@@ -80,6 +83,9 @@ class WorkerPool:
         self.on_finished = on_finished
         self.queues = {name: _Queue(name, concurrency) for name, concurrency in queues}
         self.completer = Completer(store=store, clock=clock)
+        self.source: ClaimSource = source or SqlClaimSource(
+            store=store, clock=clock, worker_id=self.worker_id, lease_seconds=lease_seconds,
+            poll_interval_seconds=poll_interval_seconds)
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
         self.released = 0  # attempts given back at stop: their threads may still be running
@@ -88,6 +94,7 @@ class WorkerPool:
 
     def start(self) -> None:
         self.completer.start()
+        self.source.start(self.wake)
         for q in self.queues.values():
             self._tasks.append(asyncio.create_task(self._fetch_loop(q), name=f"fetch-{q.name}"))
         self._tasks.append(asyncio.create_task(self._heartbeat_loop(), name="heartbeat"))
@@ -133,10 +140,12 @@ class WorkerPool:
             released = await self.store.occurrence_release(OccurrenceReleaseParams(
                 refs=refs, worker=self.worker_id, now=self.clock.now()))
             self.released = released
+            await self.source.released([r.claim for r in leftover])
             log.info("released %d unfinished attempts without charging them", released)
         self._tasks[-1].cancel()
         await asyncio.gather(self._tasks[-1], return_exceptions=True)
         await self.completer.stop()
+        await self.source.stop()
         self._tasks.clear()
 
     # -- claiming ----------------------------------------------------------------------------
@@ -160,9 +169,7 @@ class WorkerPool:
             if free <= 0:
                 return now
             q.wake.clear()
-            result = await self.store.occurrence_claim(OccurrenceClaimParams(
-                queue=q.name, worker=self.worker_id, limit=free, now=now,
-                lease_seconds=self.lease_seconds))
+            result = await self.source.claim(q.name, free, now)
             for ref in result.cancelled:
                 self._drop(ref, "a newer run of the job replaced it (overlap cancel_previous)")
             for claim in result.claims:
@@ -179,12 +186,7 @@ class WorkerPool:
             # make _wait return at once, spinning. Freeing a slot sets the event again.
             q.wake.clear()
         else:
-            next_due = await self.store.occurrence_next_due(q.name, now)
-            if next_due is not None:
-                wait = (next_due - self.clock.now()).total_seconds()
-                # Due already but not claimed (a race with another claimer): look again soon,
-                # without spinning.
-                timeout = min(timeout, wait if wait > 0 else 0.05)
+            timeout = await self.source.idle_seconds(q.name, now)
         if timeout > 0:
             await self._wait(q.wake, timeout)
 
@@ -227,8 +229,10 @@ class WorkerPool:
             return
         if self.on_finished is not None:
             self.on_finished(claim, result, started, finished)
+        failpoint("after_execute")  # fault tests: die with the result unwritten
         completion = decide(claim, result, started_at=started, finished_at=finished, rng=self.rng)
-        await self.completer.submit(completion)
+        applied = await self.completer.submit(completion)
+        await self.source.after_complete(claim, completion, applied)
 
     async def _run_with_timeout(self, ctx: ExecutionContext) -> Result:
         executor = self.executors.get(ctx.kind)
@@ -275,6 +279,8 @@ class WorkerPool:
             refs=refs, worker=self.worker_id, now=now, extend_seconds=self.lease_seconds))
         for ref in lost:
             self._drop(ref, "its lease is no longer held (cancelled, rescued or finished)")
+        await self.source.heartbeat([r.claim for q in self.queues.values()
+                                     for r in q.running.values() if not r.lost])
         return lost
 
     def _drop(self, ref: LeaseRef, why: str) -> None:

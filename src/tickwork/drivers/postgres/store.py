@@ -16,9 +16,9 @@ from psycopg import sql
 
 from tickwork.drivers import base as b
 from tickwork.drivers.codec import spec_to_json
-from tickwork.drivers.postgres.claims import ClaimMethods
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
 from tickwork.drivers.postgres.history import HistoryMethods
+from tickwork.drivers.postgres.keys import KeyClaimMethods
 from tickwork.drivers.postgres.leases import ShardLeaseMethods
 from tickwork.drivers.postgres.occurrences import OccurrenceMethods
 from tickwork.drivers.postgres.rows import (
@@ -34,7 +34,8 @@ from tickwork.models import Job, JobSpec
 MIGRATIONS = load_migrations("tickwork.drivers.postgres")
 
 
-class PostgresStore(OccurrenceMethods, ClaimMethods, HistoryMethods, ShardLeaseMethods):
+class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods,
+                    ShardLeaseMethods):
     """``PostgresStore("postgresql://user@host/db")``; call ``migrate()`` once before use.
 
     ``shard_count`` applies when ``migrate()`` creates the database; afterwards the database's

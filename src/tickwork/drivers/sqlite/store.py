@@ -19,6 +19,7 @@ from tickwork.drivers.claiming import Candidate, plan_claims
 from tickwork.drivers.codec import spec_to_json
 from tickwork.drivers.sqlfiles import load_migrations, load_queries, split_statements
 from tickwork.drivers.sqlite.connection import Connection, path_from_url, write_transaction
+from tickwork.drivers.sqlite.keys import SqliteKeyMethods
 from tickwork.drivers.sqlite.rows import (
     SpecCache,
     attempt_from_row,
@@ -47,7 +48,7 @@ MIGRATIONS = load_migrations("tickwork.drivers.sqlite")
 RUNNING = OccurrenceState.RUNNING.value
 
 
-class SqliteStore:
+class SqliteStore(SqliteKeyMethods):
     """``SqliteStore("sqlite:///tickwork.db")``; call ``migrate()`` once before use."""
 
     def __init__(self, url: str) -> None:

@@ -1,0 +1,31 @@
+-- name: occurrence_keys_lock
+-- Delivered keys, locked as occurrence_candidates locks them: rows another claimer holds are
+-- skipped (they are read again below, without a lock). server_due: the database's own clock
+-- agrees the occurrence is due (DESIGN rule 6), when server_clock asks for it.
+SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_next_run_at,
+       j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard,
+       j.overlap AS job_overlap, j.paused AS job_paused, j.deleted_at IS NOT NULL AS job_deleted,
+       EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused) AS queue_paused,
+       (NOT %(server_clock)s OR o.due_at <= statement_timestamp()) AS server_due
+FROM occurrences o JOIN jobs j ON j.id = o.job_id
+WHERE (o.job_id, o.scheduled_at) IN (
+    SELECT * FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[]))
+FOR UPDATE OF o SKIP LOCKED
+
+-- name: occurrence_keys_peek
+-- The keys the lock skipped: only their state and due time, as committed now.
+SELECT o.job_id, o.scheduled_at, o.state, o.due_at FROM occurrences o
+WHERE (o.job_id, o.scheduled_at) IN (
+    SELECT * FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[]))
+
+-- name: occurrence_waiting
+-- The reconciler's pages: waiting occurrences of one queue, job live, in key order.
+SELECT o.job_id, o.scheduled_at, o.due_at, o.priority
+FROM occurrences o JOIN jobs j ON j.id = o.job_id
+WHERE o.queue = %(queue)s AND o.state IN ('scheduled', 'queued', 'retrying')
+  AND NOT j.paused AND j.deleted_at IS NULL
+  AND (%(after_job)s::text IS NULL
+       OR (o.job_id, o.scheduled_at) > (%(after_job)s::text, %(after_at)s::timestamptz))
+  AND (%(due_before)s::timestamptz IS NULL OR o.due_at < %(due_before)s::timestamptz)
+ORDER BY o.job_id, o.scheduled_at
+LIMIT %(limit)s
