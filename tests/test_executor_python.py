@@ -333,3 +333,27 @@ def test_docs_examples_validate() -> None:
     assert {d["kind"] for d in documents} >= {"http", "shell", "python"}
     for document in documents:
         validate_payload(document["kind"], document["payload"])
+
+
+async def test_executions_that_start_during_a_first_import_wait_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several jobs of a module nobody imported yet start together: the ones that find it
+    half-imported wait for the import instead of failing with 'does not exist'."""
+    import sys
+    import uuid
+
+    name = f"slow_import_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(
+        "import time\ntime.sleep(0.5)  # a module whose import takes a while\n"
+        "def answer():\n    return 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    executor = PythonExecutor(ExecutorSettings(python_allowed_modules=(name,)))
+    try:
+        outcomes = await asyncio.gather(*(
+            executor.execute(make_context("python", {"callable": f"{name}:answer"}))
+            for _ in range(4)))
+    finally:
+        await executor.close()
+        sys.modules.pop(name, None)
+    assert outcomes == [Success(output="42")] * 4

@@ -9,9 +9,8 @@
 
 The one action is ``kill``: the process sends itself SIGKILL, as ``kill -9`` would. The variable is
 read once, when this module is first imported (at worker start); without it ``failpoint()`` is a
-dictionary lookup that finds nothing. ``TICKWORK_TEST_FAILPOINTS`` is read when
-``TICKWORK_FAILPOINTS`` is absent (the settings loader accepts ``TICKWORK_TEST_*`` variables), and
-``TICKWORK_TEST_FAILPOINT_SEED`` seeds the probability draws.
+dictionary lookup that finds nothing. ``TICKWORK_TEST_FAILPOINT_SEED`` seeds the probability
+draws.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from dataclasses import dataclass
 from tickwork.errors import ConfigError
 
 ENV = "TICKWORK_FAILPOINTS"
-TEST_ENV = "TICKWORK_TEST_FAILPOINTS"
 SEED_ENV = "TICKWORK_TEST_FAILPOINT_SEED"
 POINTS = ("after_execute", "after_commit", "after_ack")
 ACTIONS = ("kill",)
@@ -103,4 +101,4 @@ def failpoint(name: str) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-configure(os.environ.get(ENV) or os.environ.get(TEST_ENV, ""), os.environ.get(SEED_ENV))
+configure(os.environ.get(ENV, ""), os.environ.get(SEED_ENV))

@@ -159,8 +159,10 @@ class PythonExecutor:
 async def _resolve(module_name: str, attr_path: str) -> Callable[..., Any] | Fail:
     """The callable at ``module:attr.path``, or a fatal Fail saying why not."""
     module: ModuleType | None = sys.modules.get(module_name)
-    if module is None:
-        try:  # a first import runs module code: keep it off the loop
+    if module is None or _initializing(module):
+        # A first import runs module code: keep it off the loop. A module another execution
+        # is importing right now is in sys.modules half-built; import_module waits for it.
+        try:
             module = await asyncio.to_thread(importlib.import_module, module_name)
         except Exception as exc:
             return Fail(
@@ -175,6 +177,11 @@ async def _resolve(module_name: str, attr_path: str) -> Callable[..., Any] | Fai
     if not callable(target):
         return Fail(f"{module_name}:{attr_path} is not callable", retriable=False)
     return target
+
+
+def _initializing(module: ModuleType) -> bool:
+    """Whether ``module`` is still being imported (by another thread)."""
+    return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
 
 
 def _signature(func: Callable[..., Any]) -> inspect.Signature | None:
