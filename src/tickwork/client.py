@@ -90,6 +90,7 @@ class AsyncClient:
         # dispatch, DueFeeder.add_waiting (it logs a failure; the reconciler repairs it).
         self.after_insert = after_insert
         self._admin: AdminStore | None = None
+        self._closers: list[Callable[[], Awaitable[object]]] = []
 
     @property
     def admin(self) -> AdminStore:
@@ -106,7 +107,13 @@ class AsyncClient:
             await store.migrate()
         return cls(store, clock=clock)
 
+    def on_close(self, close: Callable[[], Awaitable[object]]) -> None:
+        """Also run ``close`` when this client closes (e.g. an attached dispatch)."""
+        self._closers.append(close)
+
     async def close(self) -> None:
+        for close in reversed(self._closers):
+            await close()
         await self.store.close()
 
     async def __aenter__(self) -> AsyncClient:

@@ -21,7 +21,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redis.asyncio import Redis
 
@@ -41,6 +41,9 @@ from tickwork.models import Occurrence, OccurrenceState
 from tickwork.scheduler.loop import Loop
 from tickwork.scheduler.promoter import Promoter
 from tickwork.scheduler.reconciler import Reconciler, WaitingItem
+
+if TYPE_CHECKING:
+    from tickwork.client import AsyncClient
 
 log = logging.getLogger("tickwork.dispatching")
 
@@ -220,3 +223,11 @@ class SchedulerDispatch:
 
     def loops(self) -> tuple[Loop, ...]:
         return (self.catalog, self.promoter, self.reconciler)
+
+
+def attach_dispatch(client: AsyncClient, url: str) -> None:
+    """Give ``client`` Redis dispatch: occurrences it triggers or backfills go into the due
+    set as soon as the store has them (not at the reconciler's next repair)."""
+    dispatch = open_dispatch(url)
+    client.after_insert = DueFeeder(dispatch, client.clock).add_waiting
+    client.on_close(dispatch.close)

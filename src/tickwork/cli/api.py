@@ -7,9 +7,14 @@ import asyncio
 import logging
 import signal
 
-from tickwork.cli.common import add_store_options, open_client, settings_from
+from tickwork.cli.common import (
+    add_redis_option,
+    add_store_options,
+    client_for,
+    open_client,
+    settings_from,
+)
 from tickwork.cli.output import print_json, print_table, when
-from tickwork.client import AsyncClient
 from tickwork.drivers.admin import TokenRevokeParams
 
 log = logging.getLogger("tickwork.cli")
@@ -28,6 +33,7 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     api = commands.add_parser("api", help="serve the REST API, dashboard and /metrics alone")
     add_store_options(api)
+    add_redis_option(api)
     add_serve_options(api)
     api.add_argument("--log-level", default=None, help="debug, info (default), warning, error")
     api.set_defaults(handler=run_api)
@@ -58,7 +64,7 @@ async def run_api(args: argparse.Namespace) -> int:
         logging.getLogger().setLevel(logging.INFO)
     settings = settings_from(args, host=args.host, port=args.port,
                              open_access=args.open_access)
-    client = await AsyncClient.open(settings.database)
+    client = await client_for(settings)
     server = ApiServer(create_app(client, open_access=settings.open_access,
                                   allowed_hosts=[settings.host]),
                        host=settings.host, port=settings.port)

@@ -23,14 +23,31 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from(args: argparse.Namespace, **flags: object) -> Settings:
-    flags = {"database": getattr(args, "database", None), **flags}
+    flags = {"database": getattr(args, "database", None),
+             "redis": getattr(args, "redis", None), **flags}
     settings = load_settings(flags=flags, toml_path=getattr(args, "config", None))
     settings.validate()
     return settings
 
 
+def add_redis_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--redis", metavar="URL", help="redis://host:port/db when the "
+                        "deployment dispatches through Redis; env TICKWORK_REDIS_URL")
+
+
 async def open_client(args: argparse.Namespace) -> AsyncClient:
-    return await AsyncClient.open(settings_from(args).database)
+    return await client_for(settings_from(args))
+
+
+async def client_for(settings: Settings) -> AsyncClient:
+    """A client on the configured store; with Redis configured, what it triggers or
+    backfills goes straight into Redis' due set."""
+    client = await AsyncClient.open(settings.database)
+    if settings.redis:
+        from tickwork.dispatching import attach_dispatch  # noqa: PLC0415  (redis is an extra)
+
+        attach_dispatch(client, settings.redis)
+    return client
 
 
 def read_documents(source: str) -> list[Any]:

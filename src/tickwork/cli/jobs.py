@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from tickwork.cli.common import add_store_options, open_client, read_documents
+from tickwork.cli.common import add_redis_option, add_store_options, open_client, read_documents
 from tickwork.cli.output import job_json, print_json, print_table, run_json, when
 from tickwork.document import parse_job_document
 from tickwork.errors import ValidationError
@@ -61,6 +61,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
     for parser in sub.choices.values():
         add_store_options(parser)
+    add_redis_option(sub.choices["trigger"])  # a trigger goes straight into Redis' due set
 
 
 async def create_jobs(args: argparse.Namespace) -> int:

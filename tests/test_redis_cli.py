@@ -1,0 +1,46 @@
+"""With Redis configured, a trigger from the CLI goes straight into Redis' due set."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from processes import cli, cli_json, env_for
+from redis_server import PrivateRedis
+from tickwork.dispatching import occurrence_key, open_dispatch
+from tickwork.drivers.dispatch import DueCountParams
+from tickwork.testing import postgres as pg
+
+postgres_template = pg.postgres_template
+postgres_url = pg.postgres_url
+
+
+@pytest.fixture
+async def redis() -> AsyncIterator[PrivateRedis]:
+    server = await PrivateRedis().start()
+    yield server
+    await server.kill()
+
+
+async def test_a_cli_trigger_is_in_the_due_set_at_once(
+    postgres_url: str, redis: PrivateRedis, tmp_path: Path
+) -> None:
+    env = env_for(tmp_path, TICKWORK_DATABASE_URL=postgres_url)
+    code, _, err = await cli(env, "jobs", "create", "--json", "-", stdin=json.dumps({
+        "name": "ping", "schedule": {"every": "1d"}, "kind": "python",
+        "payload": {"callable": "tickwork.demo:tick", "args": ["x"]}}))
+    assert code == 0, err
+    dispatch = open_dispatch(redis.url)
+    try:
+        assert await dispatch.due_count(DueCountParams("default")) == 0
+        run = await cli_json(env, "jobs", "trigger", "ping", "--redis", redis.url)
+        members = await dispatch.client.zrange(dispatch.keys.due("default"), 0, -1)
+        scheduled_at = datetime.fromisoformat(run["scheduled_at"].replace("Z", "+00:00"))
+        assert len(members) == 1
+        assert members[0].endswith(occurrence_key(run["job_id"], scheduled_at))
+    finally:
+        await dispatch.close()
