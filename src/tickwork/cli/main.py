@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from tickwork import __version__
-from tickwork.cli import api, distributed, jobs, runs, secrets, service
+from tickwork.cli import api, bench, distributed, jobs, runs, secrets, service
 from tickwork.errors import Conflict, StoreUnavailable, TickworkError, ValidationError
 
 EXIT_INPUT = 2
@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.add_commands(commands)
     runs.add_commands(commands)
     secrets.add_commands(commands)
+    bench.add_commands(commands)
     return parser
 
 
