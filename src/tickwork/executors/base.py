@@ -11,7 +11,7 @@ import codecs
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from tickwork.errors import Outcome, ValidationError
 
@@ -126,3 +126,29 @@ def unresolved_secrets(payload: object) -> str | None:
         return None
     return (f"the payload refers to secrets ({', '.join(names)}) but was not resolved; "
             "run executors built by build_executors with a secret store")
+
+
+T = TypeVar("T")
+
+
+class PayloadMemo(Generic[T]):
+    """Results that depend only on a job's payload, remembered across its executions.
+
+    The store hands every execution of a job version the same payload dict (it caches specs
+    per version), so entries are keyed by identity; each keeps its dict alive, so an id is
+    never reused while remembered. Payloads are never mutated after validation.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._items: dict[int, tuple[object, T]] = {}
+
+    def lookup(self, payload: object) -> T | None:
+        hit = self._items.get(id(payload))
+        return hit[1] if hit is not None and hit[0] is payload else None
+
+    def remember(self, payload: object, value: T) -> T:
+        if len(self._items) >= self._size:
+            self._items.clear()
+        self._items[id(payload)] = (payload, value)
+        return value

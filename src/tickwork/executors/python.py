@@ -25,6 +25,7 @@ from tickwork.executors.base import (
     ERROR_LIMIT_BYTES,
     ExecutionContext,
     ExecutorSettings,
+    PayloadMemo,
     cap_text,
     json_problem,
     payload_object,
@@ -84,6 +85,8 @@ class PythonExecutor:
 
     def __init__(self, settings: ExecutorSettings) -> None:
         self._settings = settings
+        self._prepared: PayloadMemo[tuple[Callable[..., Any], list[Any], dict[str, Any], bool]] = (
+            PayloadMemo())
 
     async def close(self) -> None:
         """Nothing to release."""
@@ -106,7 +109,22 @@ class PythonExecutor:
     async def _prepare(
         self, ctx: ExecutionContext
     ) -> tuple[Callable[..., Any], list[Any], dict[str, Any]] | Fail:
-        """The callable and its arguments, or a fatal Fail saying why it cannot run."""
+        """The callable and its arguments, or a fatal Fail saying why it cannot run.
+
+        Validating, importing and binding depend only on the payload: done once per payload
+        and remembered (the hot path of many short jobs); only ``ctx`` is added each time."""
+        prepared = self._prepared.lookup(ctx.payload)
+        if prepared is None:
+            found = await self._prepare_payload(ctx)
+            if isinstance(found, Fail):
+                return found  # not remembered: a later execution may find the module fixed
+            prepared = self._prepared.remember(ctx.payload, found)
+        func, args, kwargs, takes_ctx = prepared
+        return func, args, ({**kwargs, "ctx": ctx} if takes_ctx else kwargs)
+
+    async def _prepare_payload(
+        self, ctx: ExecutionContext
+    ) -> tuple[Callable[..., Any], list[Any], dict[str, Any], bool] | Fail:
         try:
             payload = validate_payload(ctx.payload)
         except ValidationError as exc:
@@ -122,12 +140,11 @@ class PythonExecutor:
         if isinstance(func, Fail):
             return func
         args, kwargs = payload["args"], payload["kwargs"]
-        if _takes_ctx(func):
-            kwargs = {**kwargs, "ctx": ctx}
-        problem = _bind_problem(func, args, kwargs)
+        takes_ctx = _takes_ctx(func)
+        problem = _bind_problem(func, args, {**kwargs, "ctx": ctx} if takes_ctx else kwargs)
         if problem is not None:
             return Fail(f"arguments do not match {payload['callable']}: {problem}", retriable=False)
-        return func, args, kwargs
+        return func, args, kwargs, takes_ctx
 
     def _error_limit(self) -> int:
         return min(ERROR_LIMIT_BYTES, self._settings.output_limit_bytes)

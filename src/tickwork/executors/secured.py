@@ -14,7 +14,7 @@ import logging
 
 from tickwork.drivers.secrets import SecretNotFound
 from tickwork.errors import Cancel, Fail, Outcome, StoreError, Success
-from tickwork.executors.base import ExecutionContext, Executor
+from tickwork.executors.base import ExecutionContext, Executor, PayloadMemo
 from tickwork.secrets import (
     SecretResolver,
     SecretsUnavailable,
@@ -38,6 +38,7 @@ class SecuredExecutor:
         self.inner = inner
         self.kind = inner.kind
         self.secrets = secrets
+        self._references: PayloadMemo[list[str]] = PayloadMemo()
 
     async def close(self) -> None:
         await self.inner.close()
@@ -60,7 +61,9 @@ class SecuredExecutor:
             stop_recording(token)
 
     async def _resolve(self, ctx: ExecutionContext) -> ExecutionContext | Fail:
-        names = find_references(ctx.payload)
+        names = self._references.lookup(ctx.payload)
+        if names is None:  # a walk of the whole payload: once per payload, not per execution
+            names = self._references.remember(ctx.payload, find_references(ctx.payload))
         if not names:
             return ctx
         if self.secrets is None:
