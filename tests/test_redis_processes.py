@@ -224,9 +224,12 @@ async def test_d_redis_unreachable_degraded_mode_nothing_lost_or_doubled(
         for worker in procs[1:]:
             await worker.wait_for("leaving degraded mode", timeout=20)
 
-    _, twice, _ = await _fault_run(tmp_path, postgres_url, private_redis, outage,
-                                   seconds=OUTAGE_SECONDS + 15)
-    assert twice == [], "an occurrence ran twice across the mode switch"
+    lines, twice, procs = await _fault_run(tmp_path, postgres_url, private_redis, outage,
+                                           seconds=OUTAGE_SECONDS + 15)
+    runs = [r for r in lines if r["key"] in twice]
+    mentions = [line for p in procs for line in p.lines
+                if any(k.split(":", 1)[0] in line for k in twice)]
+    assert twice == [], f"ran twice across the mode switch: {runs}\n" + "\n".join(mentions)
 
 
 async def test_e_kill_9_of_a_worker_mid_batch_its_entries_are_reclaimed(
