@@ -18,11 +18,11 @@ from tickwork.drivers.claiming import Candidate, ClaimPlan, plan_claims
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all
 from tickwork.drivers.postgres.rows import (
     Row,
-    SpecCache,
     instant,
     instant_or_none,
     occurrence_from_row,
 )
+from tickwork.drivers.rows import SpecCache
 from tickwork.models import Claim, Job, OccurrenceState, Overlap, Trigger
 
 _MARKS = (

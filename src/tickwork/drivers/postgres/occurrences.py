@@ -15,11 +15,11 @@ from psycopg import sql
 from tickwork.drivers import base as b
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
 from tickwork.drivers.postgres.rows import (
-    SpecCache,
     attempt_from_row,
     instant,
     occurrence_from_row,
 )
+from tickwork.drivers.rows import SpecCache
 from tickwork.errors import OccurrenceNotFound
 from tickwork.models import (
     TERMINAL_STATES,

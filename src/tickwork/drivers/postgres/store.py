@@ -23,10 +23,10 @@ from tickwork.drivers.postgres.leases import ShardLeaseMethods
 from tickwork.drivers.postgres.occurrences import OccurrenceMethods
 from tickwork.drivers.postgres.rows import (
     DEFAULT_SHARD_COUNT,
-    SpecCache,
     job_from_row,
     shard_of,
 )
+from tickwork.drivers.rows import SpecCache
 from tickwork.drivers.sqlfiles import load_migrations
 from tickwork.errors import Conflict, JobNotFound, StoreError
 from tickwork.models import Job, JobSpec

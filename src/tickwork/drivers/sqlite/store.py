@@ -17,11 +17,11 @@ from datetime import datetime
 from tickwork.drivers import base as b
 from tickwork.drivers.claiming import Candidate, plan_claims
 from tickwork.drivers.codec import spec_to_json
+from tickwork.drivers.rows import SpecCache
 from tickwork.drivers.sqlfiles import load_migrations, load_queries, split_statements
 from tickwork.drivers.sqlite.connection import Connection, path_from_url, write_transaction
 from tickwork.drivers.sqlite.keys import SqliteKeyMethods
 from tickwork.drivers.sqlite.rows import (
-    SpecCache,
     attempt_from_row,
     from_us,
     job_from_row,

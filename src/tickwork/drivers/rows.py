@@ -1,0 +1,101 @@
+"""Building models from rows, shared by the drivers; each supplies how it decodes an instant.
+
+SQLite stores instants as integer microseconds, PostgreSQL as timestamptz; everything else
+about a row is the same, so it is read in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Protocol
+
+from tickwork.drivers.codec import spec_from_json
+from tickwork.models import (
+    Attempt,
+    AttemptOutcome,
+    Job,
+    JobSpec,
+    Occurrence,
+    OccurrenceState,
+    Trigger,
+    idempotency_key,
+)
+
+
+class RowLike(Protocol):
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+class SpecCache:
+    """Parsed job specs by (job id, version): claims read the same jobs over and over."""
+
+    def __init__(self, size: int = 10_000) -> None:
+        self._size = size
+        self._specs: dict[tuple[str, int], JobSpec] = {}
+
+    def get(self, job_id: str, version: int, text: str) -> JobSpec:
+        key = (job_id, version)
+        spec = self._specs.get(key)
+        if spec is None:
+            if len(self._specs) >= self._size:
+                self._specs.clear()
+            spec = self._specs[key] = spec_from_json(text)
+        return spec
+
+
+class RowReader:
+    """Jobs, occurrences and attempts from rows whose instants ``instant`` decodes."""
+
+    def __init__(self, instant: Callable[[Any], datetime]) -> None:
+        self.instant = instant
+
+    def maybe(self, value: Any) -> datetime | None:
+        return None if value is None else self.instant(value)
+
+    def job(self, row: RowLike, specs: SpecCache) -> Job:
+        return Job(
+            id=row["id"],
+            spec=specs.get(row["id"], row["version"], row["spec"]),
+            next_run_at=self.maybe(row["next_run_at"]),
+            created_at=self.instant(row["created_at"]),
+            updated_at=self.instant(row["updated_at"]),
+            shard=row["shard"],
+        )
+
+    def occurrence(self, row: RowLike) -> Occurrence:
+        scheduled_at = self.instant(row["scheduled_at"])
+        trigger = Trigger(row["trigger"])
+        return Occurrence(
+            job_id=row["job_id"],
+            scheduled_at=scheduled_at,
+            due_at=self.instant(row["due_at"]),
+            queue=row["queue"],
+            priority=row["priority"],
+            state=OccurrenceState(row["state"]),
+            attempt=row["attempt"],
+            max_attempts=row["max_attempts"],
+            trigger=trigger,
+            idempotency_key=idempotency_key(row["job_id"], scheduled_at, trigger),
+            created_at=self.instant(row["created_at"]),
+            updated_at=self.instant(row["updated_at"]),
+            lease_until=self.maybe(row["lease_until"]),
+            worker=row["worker"],
+            finished_at=self.maybe(row["finished_at"]),
+            last_error=row["last_error"],
+        )
+
+    def attempt(self, row: RowLike) -> Attempt:
+        return Attempt(
+            job_id=row["job_id"],
+            scheduled_at=self.instant(row["scheduled_at"]),
+            number=row["number"],
+            worker=row["worker"],
+            queued_at=self.instant(row["queued_at"]),
+            claimed_at=self.instant(row["claimed_at"]),
+            started_at=self.maybe(row["started_at"]),
+            finished_at=self.maybe(row["finished_at"]),
+            outcome=AttemptOutcome(row["outcome"]) if row["outcome"] else None,
+            output=row["output"],
+            error=row["error"],
+        )
