@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import re
 import signal
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -19,80 +17,32 @@ from typing import Any
 
 import pytest
 
-from processes import TICKWORK, cli, cli_json, env_for
+from processes import cli, cli_json, env_for
 from tickwork.models import rfc3339
 from tickwork.testing import ledger
 from tickwork.testing import postgres as pg
+from tickwork.testing.faults import procs
 
 pytestmark = pytest.mark.slow
 postgres_template = pg.postgres_template
 postgres_url = pg.postgres_url
 
 
-class Proc:
-    """One tickwork process; its log is read all the time, so it never blocks on a full pipe."""
+class Proc(procs.Proc):
+    """A tickwork process (the fault harness's), named after its command and id."""
 
     def __init__(self, env: dict[str, str], *args: str) -> None:
-        self.env = env
-        self.args = args
-        self.proc: asyncio.subprocess.Process | None = None
-        self.lines: list[str] = []
-        self._used: set[int] = set()
-        self._new = asyncio.Event()
-        self._reader: asyncio.Task[None] | None = None
-
-    async def start(self) -> Proc:
-        self.proc = await asyncio.create_subprocess_exec(
-            *TICKWORK, *self.args, env=self.env, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True)
-        self._reader = asyncio.create_task(self._read())
-        await self.wait_for(r"tickwork (scheduler|worker) is running")
-        return self
-
-    async def _read(self) -> None:
-        assert self.proc is not None
-        assert self.proc.stderr is not None
-        while raw := await self.proc.stderr.readline():
-            self.lines.append(raw.decode().rstrip())
-            self._new.set()
-        self._new.set()
+        super().__init__(" ".join(args[:3]), env, *args)
 
     async def wait_for(self, pattern: str, timeout: float = 30.0) -> re.Match[str]:
-        """The first line not matched before that matches ``pattern``."""
-        regex = re.compile(pattern)
-
-        async def find() -> re.Match[str]:
-            while True:
-                self._new.clear()
-                for i, line in enumerate(self.lines):
-                    if i not in self._used and (m := regex.search(line)):
-                        self._used.add(i)
-                        return m
-                if self._reader is not None and self._reader.done():
-                    raise AssertionError(f"{self.args[0]} exited before {pattern!r}; log:\n"
-                                         + "\n".join(self.lines[-30:]))
-                await self._new.wait()
-
-        return await asyncio.wait_for(find(), timeout)
+        return await super().wait_for(pattern, timeout)
 
     def kill9(self) -> None:
-        assert self.proc is not None
-        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.signal(signal.SIGKILL)
 
     async def terminate(self, timeout: float = 30.0) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        code = await asyncio.wait_for(self.proc.wait(), timeout)
-        if self._reader is not None:
-            await self._reader
-        return code
-
-    async def close(self) -> None:
-        if self.proc is not None and self.proc.returncode is None:
-            self.kill9()
-            await self.proc.wait()
-        if self._reader is not None:
-            await asyncio.gather(self._reader, return_exceptions=True)
+        self.signal(signal.SIGTERM, group=False)
+        return await self.wait_exit(timeout)
 
 
 def next_second(after: float) -> datetime:
