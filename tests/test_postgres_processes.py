@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 from collections import Counter
 from datetime import UTC, datetime, timedelta
