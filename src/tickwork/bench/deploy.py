@@ -230,6 +230,17 @@ class Deployment:
                 out.setdefault(child.kind, []).append(hwm)
         return out
 
+    def process_ids(self) -> dict[str, list[int]]:
+        """The pids to read CPU time of, by kind: the processes started, and the PostgreSQL
+        backends serving this run's database if they are processes of this machine."""
+        out: dict[str, list[int]] = {}
+        for child in self.children:
+            if child.proc is not None and child.proc.returncode is None:
+                out.setdefault(child.kind, []).append(child.pid)
+        if is_postgres(self.url):
+            out["postgres"] = _local_backends(self.url)
+        return out
+
     async def stop(self) -> None:
         """SIGTERM (graceful), then SIGKILL of the process group of a child that hangs."""
         running = [c.proc for c in self.children if c.proc and c.proc.returncode is None]
@@ -249,6 +260,26 @@ def _remove_sqlite_files(path: str) -> None:
     for suffix in ("", "-wal", "-shm", ".lock"):
         with contextlib.suppress(OSError):
             Path(path + suffix).unlink()
+
+
+def _local_backends(url: str) -> list[int]:
+    """Backend pids of ``url``'s database that are PostgreSQL processes here (none for a
+    server on another machine, whose pids mean nothing here)."""
+    import psycopg  # noqa: PLC0415  (the postgres extra, only for PostgreSQL runs)
+
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+            pids = [r[0] for r in conn.execute(
+                "SELECT pid FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()")]
+    except psycopg.Error:
+        return []
+    local = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"postgres"):
+                local.append(pid)
+    return local
 
 
 def _admin_sql(server_url: str, template: LiteralString, name: str) -> None:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tickwork.bench import cpu
 from tickwork.bench.deploy import Deployment
 from tickwork.bench.jobs import payload
 from tickwork.bench.progress import Progress
@@ -135,6 +136,29 @@ async def bench_run(deployment: Deployment, *, progress: Progress,
         await d.drop_database()
         if not (d.keep or d.keep_workdir) and d.profile_dir is None:
             shutil.rmtree(d.workdir, ignore_errors=True)
+
+
+class CpuMeter:
+    """CPU seconds per process kind before the workload's instant T (creation and planning) and
+    from T to the end (the drain), with the drain's CPU milliseconds per execution."""
+
+    def __init__(self, deployment: Deployment) -> None:
+        self.deployment = deployment
+        self.start = cpu.snapshot(deployment.process_ids())
+        self.at_t: dict[str, dict[int, float]] | None = None
+
+    async def mark_at(self, t: float) -> None:
+        await asyncio.sleep(max(0.0, t - time.time()))  # a fixed instant, not a condition
+        self.at_t = cpu.snapshot(self.deployment.process_ids())
+
+    def figures(self, executions: int) -> dict[str, Any]:
+        end = cpu.snapshot(self.deployment.process_ids())
+        mid = self.at_t if self.at_t is not None else self.start
+        drain = cpu.spent(mid, end)
+        return {"before_t": cpu.spent(self.start, mid), "from_t": drain,
+                "from_t_ms_per_execution": {
+                    k: round(1000 * v / executions, 3) for k, v in drain.items()}
+                if executions else {}}
 
 
 def memory_figures(d: Deployment) -> dict[str, dict[str, int]]:

@@ -8,13 +8,14 @@ start lateness, lost, duplicated and early executions, peak memory per process k
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from datetime import UTC, datetime
 from typing import Any
 
 from tickwork.bench.record import Tally, lateness_summary
-from tickwork.bench.runner import Bench, memory_figures
+from tickwork.bench.runner import Bench, CpuMeter, memory_figures
 from tickwork.models import idempotency_key
 
 MARGIN_SECONDS = 3.0
@@ -40,6 +41,7 @@ async def run_w1(bench: Bench, *, jobs: int, drain_timeout: float) -> dict[str, 
     del created
     bench.progress.say(f"W1: created at {creation_rate:,.0f} jobs/s; waiting for T and the drain")
     t = at.timestamp()
+    meter = CpuMeter(bench.deployment)
 
     def note() -> str:
         if not tally.done:
@@ -48,8 +50,11 @@ async def run_w1(bench: Bench, *, jobs: int, drain_timeout: float) -> dict[str, 
         return f"{tally.done / span:,.0f}/s"
 
     deadline = time.monotonic() + max(0.0, t - time.time()) + drain_timeout
+    at_t = asyncio.create_task(meter.mark_at(t))
     drained = await bench.follow(tally, until=lambda: tally.lost == 0, deadline=deadline,
                                  note=note)
+    await at_t
+    cpu = meter.figures(tally.done)
     bench.progress.finish(tally.done, note())
     memory = memory_figures(bench.deployment)
     if not drained:
@@ -66,6 +71,7 @@ async def run_w1(bench: Bench, *, jobs: int, drain_timeout: float) -> dict[str, 
         "lateness_seconds": rounded(lateness_summary(tally.lateness())),
         **correctness(tally),
         "peak_memory": memory,
+        "cpu_seconds": cpu,
     }
 
 

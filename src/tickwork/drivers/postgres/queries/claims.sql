@@ -20,19 +20,19 @@ FOR UPDATE OF o SKIP LOCKED
 -- One claimer at a time decides for a job whose overlap policy looks at what runs: a
 -- transaction-scoped advisory lock per job. A try-lock: a job another claimer holds is left
 -- for the next claim, so claimers never wait on each other and never deadlock.
-SELECT id FROM unnest(%s::text[]) AS id
+SELECT id FROM unnest(%b::text[]) AS id
 WHERE pg_try_advisory_xact_lock(1953063787, hashtext(id))
 
 -- name: occurrence_running_of_jobs
 -- A new statement, so it sees every claim committed before this claimer took the job locks.
 SELECT job_id, scheduled_at, attempt FROM occurrences
-WHERE job_id = ANY(%s::text[]) AND state = 'running'
+WHERE job_id = ANY(%b::text[]) AND state = 'running'
 
 -- name: occurrence_mark
 UPDATE occurrences o
 SET state = v.state, finished_at = %(now)s, updated_at = %(now)s, last_error = v.why
-FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[], %(states)s::text[],
-            %(whys)s::text[]) AS v(job_id, scheduled_at, state, why)
+FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[], %(states)b::text[],
+            %(whys)b::text[]) AS v(job_id, scheduled_at, state, why)
 WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at
 
 -- name: occurrence_cancel_running
@@ -40,7 +40,7 @@ WITH cancelled AS (
     UPDATE occurrences o
     SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s, lease_until = NULL,
         last_error = %(why)s
-    FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[], %(attempts)s::integer[])
+    FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[], %(attempts)b::integer[])
          AS v(job_id, scheduled_at, attempt)
     WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.attempt = v.attempt
       AND o.state = 'running'
@@ -53,8 +53,8 @@ WHERE a.job_id = c.job_id AND a.scheduled_at = c.scheduled_at AND a.number = c.a
 -- name: occurrence_claim
 -- Running, attempt + 1, a lease, and the attempt row, for the whole batch in one statement.
 WITH v AS (
-    SELECT * FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[],
-                         %(leases)s::timestamptz[]) AS v(job_id, scheduled_at, lease_until)
+    SELECT * FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[],
+                         %(leases)b::timestamptz[]) AS v(job_id, scheduled_at, lease_until)
 ), claimed AS (
     UPDATE occurrences o
     SET state = 'running', attempt = o.attempt + 1, lease_until = v.lease_until,

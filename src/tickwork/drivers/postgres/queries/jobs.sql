@@ -14,10 +14,10 @@ SELECT * FROM jobs WHERE id = %s AND deleted_at IS NULL
 SELECT * FROM jobs WHERE name = %s AND deleted_at IS NULL
 
 -- name: job_names_taken
-SELECT name FROM jobs WHERE name = ANY(%s::text[]) AND deleted_at IS NULL
+SELECT name FROM jobs WHERE name = ANY(%b::text[]) AND deleted_at IS NULL
 
 -- name: job_ids_taken
-SELECT id FROM jobs WHERE id = ANY(%s::text[])
+SELECT id FROM jobs WHERE id = ANY(%b::text[])
 
 -- name: job_update
 UPDATE jobs
@@ -44,24 +44,27 @@ WHERE id = %(id)s AND deleted_at IS NULL
 SELECT * FROM jobs
 WHERE deleted_at IS NULL AND NOT paused AND next_run_at IS NOT NULL
   AND next_run_at <= %(until)s
-  AND (%(shards)s::integer[] IS NULL OR shard = ANY(%(shards)s::integer[]))
+  AND (%(shards)b::integer[] IS NULL OR shard = ANY(%(shards)b::integer[]))
 ORDER BY next_run_at
 LIMIT %(limit)s
 
 -- name: job_advance
 -- Compare-and-set on next_run_at, so two planners racing on one job never move it backwards.
 -- Rows another transaction holds are skipped (no waits, no deadlocks between planners); the
--- next tick sees them again.
-WITH v AS (
-    SELECT * FROM unnest(%(ids)s::text[], %(expected)s::timestamptz[],
-                         %(next)s::timestamptz[]) AS v(id, expected, next_run_at)
-), locked AS (
-    SELECT j.id FROM jobs j JOIN v ON v.id = j.id
-    WHERE j.next_run_at = v.expected AND j.deleted_at IS NULL AND NOT j.paused
+-- next tick sees them again. Rows are joined by id only: IS NOT DISTINCT FROM cannot be a
+-- join key, so a batch whose jobs share one next_run_at (a burst) is never merge-joined on
+-- it, which is quadratic in the batch.
+WITH locked AS (
+    SELECT j.id, v.next_run_at
+    FROM unnest(%(ids)b::text[], %(expected)b::timestamptz[], %(next)b::timestamptz[])
+         AS v(id, expected, next_run_at)
+    JOIN jobs j ON j.id = v.id
+    WHERE j.next_run_at IS NOT DISTINCT FROM v.expected AND j.deleted_at IS NULL
+      AND NOT j.paused
     ORDER BY j.id
     FOR NO KEY UPDATE OF j SKIP LOCKED
 )
-UPDATE jobs j SET next_run_at = v.next_run_at
-FROM v, locked
-WHERE j.id = v.id AND locked.id = j.id AND j.next_run_at = v.expected
+UPDATE jobs j SET next_run_at = locked.next_run_at
+FROM locked
+WHERE j.id = locked.id
 RETURNING j.id

@@ -9,14 +9,14 @@ SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_n
        (NOT %(server_clock)s OR o.due_at <= statement_timestamp()) AS server_due
 FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE (o.job_id, o.scheduled_at) IN (
-    SELECT * FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[]))
+    SELECT * FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[]))
 FOR UPDATE OF o SKIP LOCKED
 
 -- name: occurrence_keys_peek
 -- The keys the lock skipped: only their state and due time, as committed now.
 SELECT o.job_id, o.scheduled_at, o.state, o.due_at FROM occurrences o
 WHERE (o.job_id, o.scheduled_at) IN (
-    SELECT * FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[]))
+    SELECT * FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[]))
 
 -- name: occurrence_waiting
 -- The reconciler's pages: waiting occurrences of one queue, job live, in key order.

@@ -25,4 +25,4 @@ INSERT INTO shard_leases (shard) SELECT generate_series(0, %s - 1) ON CONFLICT (
 
 -- name: notify_queues
 -- Wakes the workers that LISTEN (drivers/postgres/notify.py); delivered at commit.
-SELECT pg_notify('tickwork_wake', q) FROM unnest(%s::text[]) AS q
+SELECT pg_notify('tickwork_wake', q) FROM unnest(%b::text[]) AS q

@@ -4,9 +4,9 @@ INSERT INTO occurrences (job_id, scheduled_at, due_at, queue, priority, state, m
                          trigger, created_at, updated_at, finished_at)
 SELECT u.job_id, u.scheduled_at, u.due_at, u.queue, u.priority, u.state, u.max_attempts,
        u.trigger, %(now)s, %(now)s, u.finished_at
-FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[], %(due)s::timestamptz[],
-            %(queues)s::text[], %(priorities)s::integer[], %(states)s::text[],
-            %(max_attempts)s::integer[], %(triggers)s::text[], %(finished)s::timestamptz[])
+FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[], %(due)b::timestamptz[],
+            %(queues)b::text[], %(priorities)b::integer[], %(states)b::text[],
+            %(max_attempts)b::integer[], %(triggers)b::text[], %(finished)b::timestamptz[])
      AS u(job_id, scheduled_at, due_at, queue, priority, state, max_attempts, trigger,
           finished_at)
 ON CONFLICT (job_id, scheduled_at) DO NOTHING
@@ -16,7 +16,7 @@ RETURNING queue
 SELECT * FROM occurrences WHERE job_id = %s AND scheduled_at = %s
 
 -- name: occurrence_get_many
-SELECT o.* FROM unnest(%s::text[], %s::timestamptz[]) WITH ORDINALITY AS v(job_id, scheduled_at, i)
+SELECT o.* FROM unnest(%b::text[], %b::timestamptz[]) WITH ORDINALITY AS v(job_id, scheduled_at, i)
 JOIN occurrences o ON o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at
 ORDER BY v.i
 
@@ -25,10 +25,10 @@ ORDER BY v.i
 -- no row. Keys are unique within one call (the driver splits repeats into rounds).
 WITH v AS (
     SELECT * FROM unnest(
-        %(job_ids)s::text[], %(scheduled)s::timestamptz[], %(attempts)s::integer[],
-        %(states)s::text[], %(due)s::timestamptz[], %(finished)s::timestamptz[],
-        %(last_errors)s::text[], %(outcomes)s::text[], %(started)s::timestamptz[],
-        %(ended)s::timestamptz[], %(outputs)s::text[], %(errors)s::text[], %(idx)s::integer[])
+        %(job_ids)b::text[], %(scheduled)b::timestamptz[], %(attempts)b::integer[],
+        %(states)b::text[], %(due)b::timestamptz[], %(finished)b::timestamptz[],
+        %(last_errors)b::text[], %(outcomes)b::text[], %(started)b::timestamptz[],
+        %(ended)b::timestamptz[], %(outputs)b::text[], %(errors)b::text[], %(idx)b::integer[])
     AS v(job_id, scheduled_at, attempt, state, due_at, finished_at, last_error, outcome,
          started_at, ended_at, output, error, idx)
 ), done AS (
@@ -54,7 +54,7 @@ UPDATE occurrences o
 SET lease_until = GREATEST(o.lease_until, %(now)s + make_interval(secs => GREATEST(
         %(extend)s, COALESCE((SELECT j.timeout_seconds FROM jobs j WHERE j.id = o.job_id), 0)))),
     updated_at = %(now)s
-FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[], %(attempts)s::integer[])
+FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[], %(attempts)b::integer[])
      AS v(job_id, scheduled_at, attempt)
 WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.attempt = v.attempt
   AND o.state = 'running' AND o.worker = %(worker)s
@@ -67,7 +67,7 @@ WITH released AS (
     SET state = CASE WHEN o.attempt > 1 THEN 'retrying' ELSE 'scheduled' END,
         attempt = o.attempt - 1, due_at = %(now)s, lease_until = NULL, worker = NULL,
         updated_at = %(now)s
-    FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[], %(attempts)s::integer[])
+    FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[], %(attempts)b::integer[])
          AS v(job_id, scheduled_at, attempt)
     WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.attempt = v.attempt
       AND o.state = 'running' AND o.worker = %(worker)s
@@ -94,8 +94,8 @@ WITH rescued AS (
     UPDATE occurrences o
     SET state = v.state, due_at = %(now)s, lease_until = NULL, updated_at = %(now)s,
         finished_at = v.finished_at, last_error = v.error
-    FROM unnest(%(job_ids)s::text[], %(scheduled)s::timestamptz[], %(attempts)s::integer[],
-                %(states)s::text[], %(finished)s::timestamptz[], %(errors)s::text[])
+    FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[], %(attempts)b::integer[],
+                %(states)b::text[], %(finished)b::timestamptz[], %(errors)b::text[])
          AS v(job_id, scheduled_at, attempt, state, finished_at, error)
     WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.attempt = v.attempt
       AND o.state = 'running'

@@ -20,7 +20,7 @@ RETURNING shard
 
 -- name: shard_leases_give_back
 UPDATE shard_leases SET owner = NULL, expires_at = '-infinity'
-WHERE owner = %(owner)s AND shard = ANY(%(shards)s::integer[])
+WHERE owner = %(owner)s AND shard = ANY(%(shards)b::integer[])
 
 -- name: shard_leases_take
 UPDATE shard_leases SET owner = %(owner)s, expires_at = %(until)s
