@@ -46,7 +46,18 @@ class StoreError(TickworkError):
 
 
 class StoreUnavailable(StoreError, ConnectionError):
-    """The store cannot be reached or is locked by another process."""
+    """The store cannot be reached or is locked by another process. ``logged``: the store has
+    said so already (once per outage), so a loop that retries need not log it again."""
+
+    def __init__(self, message: str, *, logged: bool = False) -> None:
+        super().__init__(message)
+        self.logged = logged
+
+
+def reported_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` is a store outage the store has logged already: a loop that retries
+    need not log it (with its traceback) at every pass."""
+    return isinstance(exc, StoreUnavailable) and exc.logged
 
 
 class DispatchError(TickworkError):

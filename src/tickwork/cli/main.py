@@ -43,6 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=getattr(logging, str(getattr(args, "log_level", None) or "warning").upper(),
                       logging.INFO),
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    # psycopg_pool warns at every failed connection attempt; the store says once that the
+    # database is unreachable, and once that it answers again.
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     try:
         return int(asyncio.run(args.handler(args)) or 0)
     except KeyboardInterrupt:

@@ -7,6 +7,9 @@ import logging
 from datetime import datetime
 
 from tickwork.clock import Clock
+from tickwork.errors import reported_outage
+
+STOP_RECHECK_SECONDS = 0.1
 
 
 class Loop:
@@ -30,7 +33,12 @@ class Loop:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
+            # Cancel until it has ended: on Python 3.11, asyncio.wait_for (redis-py wraps each
+            # send in one) drops a cancellation that arrives just as its inner call completes,
+            # and the loop would go on forever.
+            while not self._task.done():
+                self._task.cancel()
+                await asyncio.wait([self._task], timeout=STOP_RECHECK_SECONDS)
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
 
@@ -39,8 +47,9 @@ class Loop:
             more = False
             try:
                 more = await self.tick(self.clock.now())
-            except Exception:
-                self._log.exception("%s pass failed; retrying in %gs", self.name,
-                                    self.interval_seconds)
+            except Exception as exc:
+                if not reported_outage(exc):  # an outage is logged once, by the store
+                    self._log.exception("%s pass failed; retrying in %gs", self.name,
+                                        self.interval_seconds)
             if not more:
                 await self.clock.sleep(self.interval_seconds)

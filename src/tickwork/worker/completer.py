@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from tickwork.clock import Clock
 from tickwork.drivers.base import Completion, OccurrenceCompleteParams, Store
+from tickwork.errors import reported_outage
 from tickwork.failpoints import failpoint
 
 log = logging.getLogger("tickwork.completer")
@@ -69,11 +70,16 @@ class Completer:
                 applied = await self.store.occurrence_complete(
                     OccurrenceCompleteParams(completions=completions, now=self.clock.now()))
                 break
-            except Exception:  # the store is down: keep the results and try again
-                log.exception("writing %d completions failed; retrying in %.1fs",
-                              len(completions), delay)
+            except Exception as exc:  # the store is down: keep the results and try again
+                outage = reported_outage(exc)  # an outage is logged once, by the store
+                if not outage:
+                    log.exception("writing %d completions failed; retrying in %.1fs",
+                                  len(completions), delay)
                 await self.clock.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                # Through an outage, at most a second apart: the attempts' leases run out
+                # meanwhile, and a result written late once the store is back loses to the
+                # rescuer (a rerun).
+                delay = min(delay * 2, 1.0 if outage else 5.0)
         failpoint("after_commit")  # fault tests: die with the batch committed, nothing acked
         for (completion, future), ok in zip(batch, applied, strict=True):
             if not ok:

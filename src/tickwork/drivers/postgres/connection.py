@@ -3,12 +3,21 @@
 Every session runs with ``TimeZone = UTC``. Users never see a raw psycopg exception: a lost or
 refused connection becomes ``StoreUnavailable``, anything else ``StoreError`` (the store turns
 the few it expects, such as a duplicate name, into ``Conflict`` first).
+
+The server going away (a restart, a crash, a network cut) is logged once, as a warning, and
+its return once; meanwhile each call tries one connection of its own and fails at once
+(``StoreUnavailable`` with ``logged`` set, so loops that retry need not log it again) instead of
+waiting on the pool. A connection the server closed while it sat in the pool is dropped when it
+is next taken, not handed out: the first call after a restart works.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
+import select
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, LiteralString
@@ -26,6 +35,12 @@ Conn = psycopg.AsyncConnection[DictRow]
 Q: dict[str, LiteralString] = load_queries("tickwork.drivers.postgres")
 
 CONNECT_OPTIONS = "-c timezone=UTC"
+# psycopg_pool retries a failed connection with a doubling, uncapped delay (1, 2, 4, ... s) for
+# five minutes, so a server back after 30 s could wait as long again for the pool to notice.
+# Giving up after a second instead, the pool connects anew on the next call that needs it.
+RECONNECT_SECONDS = 1.0
+
+log = logging.getLogger("tickwork.store")
 
 
 def safe_url(url: str) -> str:
@@ -41,12 +56,23 @@ def libpq_url(url: str) -> str:
     return url
 
 
-def translate(exc: BaseException, url: str) -> StoreError:
+def translate(exc: BaseException, url: str, *, logged: bool = False) -> StoreError:
     where = f"PostgreSQL database {safe_url(url)}"
     if isinstance(exc, psycopg_pool.PoolTimeout | psycopg.OperationalError):
         return StoreUnavailable(f"{where}: cannot connect or lost the connection: "
-                                f"{_first_line(exc)}")
+                                f"{_first_line(exc)}", logged=logged)
     return StoreError(f"{where}: {_first_line(exc)}")
+
+
+def server_away(exc: BaseException) -> bool:
+    """Whether ``exc`` says the server cannot be reached or dropped the connection (not a
+    statement that failed: a deadlock or a cancelled query is an OperationalError too)."""
+    if not isinstance(exc, psycopg.OperationalError) or isinstance(exc, psycopg_pool.PoolClosed):
+        return False  # (a PoolTimeout is an OperationalError: no connection could be made)
+    state = exc.sqlstate
+    # None: libpq's own (refused, closed unexpectedly); 08: connection exception; 57P01-03:
+    # the server is shutting down, crashed, or not accepting connections yet (recovery).
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -60,14 +86,16 @@ class Pool:
                  connect_timeout: float = 10.0) -> None:
         self.url = libpq_url(url)
         self._connect_timeout = connect_timeout
+        self._max_size = max_size
         self._pool: psycopg_pool.AsyncConnectionPool[Conn] = psycopg_pool.AsyncConnectionPool(
             self.url, min_size=min_size, max_size=max_size, open=False,
             kwargs={"options": CONNECT_OPTIONS, "row_factory": dict_row,
                     "connect_timeout": max(1, int(connect_timeout))},
             connection_class=psycopg.AsyncConnection[DictRow], timeout=connect_timeout,
-            name="tickwork")
+            reconnect_timeout=RECONNECT_SECONDS, name="tickwork")
         self._opened = False
         self._opening = asyncio.Lock()
+        self._down_since: float | None = None  # monotonic: the server went away then
 
     async def _open(self) -> None:
         if self._opened:
@@ -79,10 +107,7 @@ class Pool:
         if not self._opened:
             # One plain connection first: a refused or misnamed database fails at once, with
             # the server's own words, instead of after the pool's retries time out.
-            probe = await psycopg.AsyncConnection.connect(
-                self.url, options=CONNECT_OPTIONS, connect_timeout=max(1, int(
-                    self._connect_timeout)))
-            await probe.close()
+            await self._connect_once()
             self._opened = True
             try:
                 await self._pool.open(wait=True, timeout=self._connect_timeout)
@@ -96,15 +121,78 @@ class Pool:
         """One transaction: committed when the block ends, rolled back if it raises."""
         try:
             await self._open()
-            async with self._pool.connection() as conn:
-                yield conn
+            if self._down_since is not None:
+                await self._connect_once()  # raises at once while the server is still away
+                self._back()
+            conn = await self._getconn()
+            try:
+                async with conn:  # commits, or rolls back if the block raises
+                    yield conn
+            finally:
+                await self._pool.putconn(conn)  # a broken one is replaced by a new one
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-            raise translate(exc, self.url) from exc
+            away = await self._away(exc)
+            error = translate(exc, self.url, logged=away)
+            if away and self._down_since is None:
+                self._down_since = time.monotonic()
+                log.warning("%s; retrying until it answers (not logged again until then)", error)
+            raise error from exc
+
+    async def _away(self, exc: BaseException) -> bool:
+        """Whether the server is away, rather than the pool busy or a statement failed."""
+        if not server_away(exc):
+            return False
+        if isinstance(exc, psycopg_pool.PoolTimeout) and self._down_since is None:
+            try:  # every connection busy for the pool's whole timeout, or none to be made?
+                await self._connect_once()
+            except psycopg.Error:
+                return True
+            return False
+        return True
+
+    async def _connect_once(self) -> None:
+        """One connection of our own, closed at once: raises if the server cannot be reached."""
+        probe = await psycopg.AsyncConnection.connect(
+            self.url, options=CONNECT_OPTIONS, connect_timeout=max(1, int(self._connect_timeout)))
+        await probe.close()
+
+    def _back(self) -> None:
+        if self._down_since is not None:
+            log.info("PostgreSQL database %s answers again, after %.1fs", safe_url(self.url),
+                     time.monotonic() - self._down_since)
+            self._down_since = None
+
+    async def _getconn(self) -> Conn:
+        """A pooled connection, passing over those the server closed while they sat idle. Only
+        a connection the server sent something to while idle (as it does when it shuts down or
+        ends the backend) costs a round trip to check."""
+        for _ in range(self._max_size):
+            conn = await self._pool.getconn()
+            if not _has_input(conn):
+                return conn
+            try:
+                await psycopg_pool.AsyncConnectionPool.check_connection(conn)
+            except psycopg.Error:
+                await self._pool.putconn(conn)  # closed: the pool drops it and connects anew
+                await self._connect_once()  # the server itself gone? raise now, do not wait
+                continue
+            return conn
+        return await self._pool.getconn()
 
     async def close(self) -> None:
         if self._opened:
             await self._pool.close()
             self._opened = False
+
+
+def _has_input(conn: Conn) -> bool:
+    """Whether an idle connection has something to read (a notice, the end of the stream);
+    never blocks."""
+    if conn.closed:
+        return True
+    poller = select.poll()
+    poller.register(conn.pgconn.socket, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 async def fetch_all(conn: Conn, query: LiteralString, params: Any = None) -> list[DictRow]:

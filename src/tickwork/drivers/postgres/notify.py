@@ -32,6 +32,7 @@ class NotifyListener:
         self.retry_seconds = retry_seconds
         self.listening = asyncio.Event()  # set while LISTEN is in effect
         self._task: asyncio.Task[None] | None = None
+        self._lost = False  # said so once; quiet until LISTEN works again
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="tickwork-notify")
@@ -50,9 +51,11 @@ class NotifyListener:
                 raise
             except Exception as exc:  # psycopg errors: reconnect; polling covers the gap
                 self.listening.clear()
-                log.warning("notification listener on %s lost: %s; reconnecting in %gs",
-                            safe_url(self.url), str(exc).strip().splitlines()[0:1],
-                            self.retry_seconds)
+                if not self._lost:  # once per loss, not at every failed reconnection
+                    log.info("notification listener on %s lost: %s; polling meanwhile, "
+                             "reconnecting every %gs", safe_url(self.url),
+                             str(exc).strip().splitlines()[0:1], self.retry_seconds)
+                self._lost = True
             await self.clock.sleep(self.retry_seconds)
 
     async def _listen(self) -> None:
@@ -61,6 +64,9 @@ class NotifyListener:
         try:
             await conn.execute(f"LISTEN {CHANNEL}")
             self.listening.set()
+            if self._lost:
+                log.info("notification listener on %s listening again", safe_url(self.url))
+                self._lost = False
             self.on_wake(None)
             async for note in conn.notifies():
                 self.on_wake(note.payload or None)

@@ -10,7 +10,9 @@ Consecutive executions of one occurrence are judged in pairs (earlier, later):
 - a **retry** (G5): the earlier one failed and the later one has a higher attempt number;
 - an **explained duplicate** (G4): the earlier one ran on a process that was then faulted, and
   the later one has a higher attempt number -- or the same one, when the fault released its
-  attempts uncharged (SIGTERM, G10) and the earlier execution never ended;
+  attempts uncharged (SIGTERM, G10) and the earlier execution never ended. A fault of every
+  process (the database went down) explains only executions in flight during it: started
+  before it ended, not ended before it began;
 - anything else is an **unexplained duplicate**.
 
 An occurrence with no execution that ended is **lost** unless the store gave it a state that
@@ -48,6 +50,22 @@ class Fault:
     at: float  # epoch seconds
     target: str = ""  # the process's name
     releases: bool = False  # graceful: unfinished attempts given back without charging them
+    # A fault of no one process that cuts off every process's work (a database restart); pid 0.
+    every_process: bool = False
+    until: float | None = None  # when a fault that lasts (an outage) ended
+
+    def covers(self, e: Execution) -> bool:
+        """Whether ``e`` was in flight on what this fault hit: on its process, started before the
+        fault (before its end, for an outage of every process: a claim made just before it may
+        start during it) and not (long) ended before it began."""
+        if self.every_process:
+            started_by = self.at if self.until is None else self.until
+        elif e.pid == self.pid:
+            started_by = self.at
+        else:
+            return False
+        return e.started <= started_by and (e.ended is None
+                                            or e.ended >= self.at - IN_FLIGHT_SLACK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +116,9 @@ class Report:
             f"unexpected, {len(self.early)} early; accounted: {accounted or 'none'}"]
         for r in self.recoveries:
             took = "none seen" if r.seconds is None else f"{r.seconds:.2f}s"
-            lines.append(f"  fault {r.fault.kind} of {r.fault.target or '?'} "
-                         f"(pid {r.fault.pid}): recovery {took} ({r.how})")
+            who = ("every process" if r.fault.every_process
+                   else f"{r.fault.target or '?'} (pid {r.fault.pid})")
+            lines.append(f"  fault {r.fault.kind} of {who}: recovery {took} ({r.how})")
         lines += [f"  FAIL {p}" for p in self.problems()]
         if self.problems():
             lines.append(f"  (reproduce with TICKWORK_FAULTS_SEED={self.seed})")
@@ -107,8 +126,10 @@ class Report:
 
 
 def _fault_after(e: Execution, faults: Sequence[Fault]) -> Fault | None:
-    """The first fault of ``e``'s process after ``e`` started: the one that cut it off."""
-    hits = [f for f in faults if f.pid == e.pid and f.at >= e.started - EARLY_TOLERANCE]
+    """The first fault of ``e``'s process after ``e`` started: the one that cut it off (for a
+    fault of every process, only if ``e`` was in flight during it)."""
+    hits = [f for f in faults if (f.covers(e) if f.every_process else
+                                  f.pid == e.pid and f.at >= e.started - EARLY_TOLERANCE)]
     return min(hits, key=lambda f: f.at, default=None)
 
 
@@ -128,27 +149,40 @@ def _pair(prev: Execution, nxt: Execution, faults: Sequence[Fault]) -> str:
 
 def in_flight(executions: Sequence[Execution], fault: Fault) -> list[Execution]:
     """Executions on the faulted process that had started and not (long) ended at the fault."""
-    return [e for e in executions if e.pid == fault.pid and e.started <= fault.at
-            and (e.ended is None or e.ended >= fault.at - IN_FLIGHT_SLACK)]
+    return [e for e in executions if fault.covers(e)]
 
 
 def _recovery(fault: Fault, executions: Sequence[Execution]) -> Recovery:
+    """From the fault (from its end, for one that lasts) to the re-run of what it interrupted,
+    or else to the first execution after it."""
     by_occ: dict[str, list[Execution]] = {}
     for e in executions:
         by_occ.setdefault(e.occurrence, []).append(e)
+    since = fault.at if fault.until is None else fault.until
     reruns = []
     for e in in_flight(executions, fault):
         later = [x.started for x in by_occ[e.occurrence] if x.started > e.started]
         if later:
-            reruns.append(min(later) - fault.at)
+            reruns.append(min(later) - since)
     late = max((e.started - e.scheduled_at for e in executions if e.scheduled_at >= fault.at),
                default=0.0)
+    how = f"max lateness after it {late:.2f}s"
+    if fault.until is not None:
+        how += f"; {_caught_up(fault, fault.until, by_occ)}"
     if reruns:
-        return Recovery(fault, max(reruns), f"re-run of {len(reruns)} interrupted; "
-                                            f"max lateness after it {late:.2f}s")
-    after = [e.started - fault.at for e in executions if e.started > fault.at]
-    return Recovery(fault, min(after, default=None),
-                    f"first execution after it; max lateness after it {late:.2f}s")
+        return Recovery(fault, max(reruns), f"re-run of {len(reruns)} interrupted; {how}")
+    after = [e.started - since for e in executions if e.started > since]
+    return Recovery(fault, min(after, default=None), f"first execution after it; {how}")
+
+
+def _caught_up(fault: Fault, until: float, by_occ: Mapping[str, list[Execution]]) -> str:
+    """When everything due during an outage had started, counted from its end."""
+    firsts = [min(e.started for e in runs) for runs in by_occ.values()
+              if fault.at <= runs[0].scheduled_at < until]
+    if not firsts:
+        return "nothing was due during it"
+    return (f"the {len(firsts)} due during its {until - fault.at:.1f}s all started "
+            f"{max(firsts) - until:.2f}s after it ended")
 
 
 def classify(
