@@ -10,6 +10,7 @@ import heapq
 import itertools
 import time
 from datetime import UTC, datetime, timedelta
+from types import TracebackType
 from typing import Protocol
 
 
@@ -26,6 +27,20 @@ class Clock(Protocol):
         """Wait this long on this clock."""
         ...
 
+    def timeout(self, seconds: float) -> Deadline:
+        """``async with clock.timeout(s):`` cancels the block after ``s`` on this clock and
+        raises TimeoutError; ``expired()`` tells that apart from a TimeoutError of its own."""
+        ...
+
+
+class Deadline(Protocol):
+    async def __aenter__(self) -> object: ...
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc_val: BaseException | None, exc_tb: TracebackType | None) -> None: ...
+
+    def expired(self) -> bool: ...
+
 
 class SystemClock:
     def now(self) -> datetime:
@@ -36,6 +51,9 @@ class SystemClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
+
+    def timeout(self, seconds: float) -> Deadline:
+        return asyncio.timeout(max(0.0, seconds))  # no task of its own: cheap per execution
 
 
 class FakeClock:
@@ -57,9 +75,7 @@ class FakeClock:
         if seconds <= 0:
             await asyncio.sleep(0)
             return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._sleepers, (self._mono + seconds, next(self._seq), future))
-        await future
+        await self._wake_at(seconds)
 
     def advance(self, seconds: float) -> None:
         """Move time forward and wake the sleepers that are now due."""
@@ -77,6 +93,47 @@ class FakeClock:
             raise ValueError("a FakeClock never goes back")
         self.advance(delta)
 
+    def timeout(self, seconds: float) -> Deadline:
+        return _FakeDeadline(self, seconds)
+
+    def _wake_at(self, seconds: float) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self._mono + seconds, next(self._seq), future))
+        return future
+
     @property
     def sleepers(self) -> int:
         return sum(1 for _, _, f in self._sleepers if not f.done())
+
+
+class _FakeDeadline:
+    """``asyncio.timeout`` expiring when a FakeClock, not the loop's clock, reaches it."""
+
+    def __init__(self, clock: FakeClock, seconds: float) -> None:
+        self._clock = clock
+        self._seconds = seconds
+        self._timeout = asyncio.timeout(None)
+        self._alarm: asyncio.Future[None] | None = None
+
+    async def __aenter__(self) -> _FakeDeadline:
+        await self._timeout.__aenter__()
+        if self._seconds <= 0:
+            self._timeout.reschedule(asyncio.get_running_loop().time())
+            return self
+        self._alarm = self._clock._wake_at(self._seconds)
+        self._alarm.add_done_callback(self._ring)
+        return self
+
+    def _ring(self, alarm: asyncio.Future[None]) -> None:
+        if not alarm.cancelled() and self._alarm is alarm:  # still inside the block
+            self._timeout.reschedule(asyncio.get_running_loop().time())
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc_val: BaseException | None, exc_tb: TracebackType | None) -> None:
+        alarm, self._alarm = self._alarm, None
+        if alarm is not None:
+            alarm.cancel()
+        await self._timeout.__aexit__(exc_type, exc_val, exc_tb)
+
+    def expired(self) -> bool:
+        return self._timeout.expired()
