@@ -1,77 +1,8 @@
-"""A private redis-server per test, for tests that flush, restart or stop Redis.
-
-The shared Redis on 6379 serves other engineers' tests and is never flushed, restarted or
-stopped; a test that needs to do that starts its own server on a free port (no persistence,
-loopback only), owns its process, and kills it at the end.
-"""
+"""A private redis-server per test: ``tickwork.testing.faults.redisserver``, re-exported for
+the tests that import it from here."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import shutil
-import signal
-import socket
+from tickwork.testing.faults.redisserver import PrivateRedis, free_port
 
-import pytest
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class PrivateRedis:
-    def __init__(self, port: int | None = None) -> None:
-        self.port = port or free_port()
-        self.proc: asyncio.subprocess.Process | None = None
-        self._drain: asyncio.Task[None] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    async def start(self) -> PrivateRedis:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            pytest.skip("redis-server is not installed")
-        self.proc = await asyncio.create_subprocess_exec(
-            binary, "--port", str(self.port), "--save", "", "--appendonly", "no",
-            "--bind", "127.0.0.1", "--maxmemory-policy", "noeviction",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True)
-        assert self.proc.stdout is not None
-        while b"Ready to accept connections" not in (line := await asyncio.wait_for(
-                self.proc.stdout.readline(), 10)):
-            assert line, "redis-server exited at start"
-        self._drain = asyncio.create_task(self._read_rest(self.proc))
-        return self
-
-    @staticmethod
-    async def _read_rest(proc: asyncio.subprocess.Process) -> None:
-        assert proc.stdout is not None
-        while await proc.stdout.readline():  # never let a full pipe block the server
-            pass
-
-    def pause(self) -> None:
-        """SIGSTOP: unreachable (commands hang until the client times out), data kept."""
-        assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGCONT)
-
-    async def kill(self) -> None:
-        if self.proc is not None and self.proc.returncode is None:
-            os.kill(self.proc.pid, signal.SIGCONT)
-            self.proc.kill()
-            await self.proc.wait()
-        if self._drain is not None:
-            await asyncio.gather(self._drain, return_exceptions=True)
-
-    async def restart(self) -> None:
-        """A restart without persistence: everything in it is gone."""
-        await self.kill()
-        await self.start()
+__all__ = ["PrivateRedis", "free_port"]

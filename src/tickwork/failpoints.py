@@ -5,7 +5,7 @@
 - ``after_execute=kill``      every time a job has run, before its result is handed to the completer
 - ``after_execute=kill:0.2``  each time with probability 0.2
 - ``after_commit=kill@3``     the third time a batch of results has been committed to the store
-- ``after_ack=kill``          after a dispatch message is acknowledged (the Redis path; unused now)
+- ``after_ack=kill``          after a batch of Redis stream entries is acknowledged (Redis dispatch)
 
 The one action is ``kill``: the process sends itself SIGKILL, as ``kill -9`` would. The variable is
 read once, when this module is first imported (at worker start); without it ``failpoint()`` is a

@@ -9,7 +9,9 @@ are awaited on the worker's loop, sync ones run in a thread so the loop never bl
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
+import functools
 import importlib
 import inspect
 import json
@@ -17,6 +19,7 @@ import re
 import sys
 import traceback
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import Any
 
@@ -34,13 +37,20 @@ from tickwork.executors.base import (
 KIND = "python"
 FIELDS = ("callable", "args", "kwargs")
 TRACEBACK_FRAMES = 3  # how many of the innermost frames an error keeps
+# Sync callables at once per executor, a thread each (started on demand). Not the loop's
+# default executor (min(32, cores + 4) threads): a worker running more sync jobs at once than
+# that would have them wait for a thread while their timeout runs, then time out mid-run and
+# be retried while the abandoned thread still finishes the first attempt.
+SYNC_THREADS = 1024
 
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _CALLABLE = re.compile(rf"({_DOTTED}):({_DOTTED})")
 
 
-def validate_payload(payload: object) -> dict[str, Any]:
-    """The normalised payload, or ValidationError naming the field."""
+def validate_payload(payload: object, *, decoded: bool = False) -> dict[str, Any]:
+    """The normalised payload, or ValidationError naming the field. ``decoded``: the payload
+    was just decoded from JSON (a stored job), so its arguments are JSON values already and
+    are not walked again."""
     payload = payload_object(payload, FIELDS)
     target = payload.get("callable")
     if not isinstance(target, str) or not target:
@@ -53,13 +63,15 @@ def validate_payload(payload: object) -> dict[str, Any]:
     args = payload.get("args", [])
     if not isinstance(args, list):
         raise ValidationError("payload.args", "must be a JSON array")
-    _require_json("payload.args", args)
+    if not decoded:
+        _require_json("payload.args", args)
     kwargs = payload.get("kwargs", {})
     if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
         raise ValidationError("payload.kwargs", "must be a JSON object")
     if "ctx" in kwargs:
         raise ValidationError("payload.kwargs.ctx", "is reserved for the execution context")
-    _require_json("payload.kwargs", kwargs)
+    if not decoded:
+        _require_json("payload.kwargs", kwargs)
     return {"callable": target, "args": list(args), "kwargs": dict(kwargs)}
 
 
@@ -85,11 +97,13 @@ class PythonExecutor:
 
     def __init__(self, settings: ExecutorSettings) -> None:
         self._settings = settings
+        self._threads = ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="tickwork-python")
         self._prepared: PayloadMemo[tuple[Callable[..., Any], list[Any], dict[str, Any], bool]] = (
             PayloadMemo())
 
     async def close(self) -> None:
-        """Nothing to release."""
+        """Take no more calls; threads of calls still running are left to finish."""
+        self._threads.shutdown(wait=False)
 
     async def execute(self, ctx: ExecutionContext) -> Outcome:
         call = await self._prepare(ctx)
@@ -97,7 +111,7 @@ class PythonExecutor:
             return call
         func, args, kwargs = call
         try:
-            result = await _call(func, args, kwargs)
+            result = await _call(func, args, kwargs, self._threads)
         except (Fail, Cancel) as outcome:
             return self._capped(outcome)
         except (Exception, SystemExit) as exc:  # a job's sys.exit() must not stop the worker
@@ -126,7 +140,7 @@ class PythonExecutor:
         self, ctx: ExecutionContext
     ) -> tuple[Callable[..., Any], list[Any], dict[str, Any], bool] | Fail:
         try:
-            payload = validate_payload(ctx.payload)
+            payload = validate_payload(ctx.payload, decoded=True)
         except ValidationError as exc:
             return Fail(str(exc), retriable=False)
         module_name, _, attr_path = payload["callable"].partition(":")
@@ -201,11 +215,26 @@ def _initializing(module: ModuleType) -> bool:
     return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
 
 
+_SIGNATURES: dict[Callable[..., Any], inspect.Signature | None] = {}
+
+
 def _signature(func: Callable[..., Any]) -> inspect.Signature | None:
+    """``inspect.signature``, remembered per function: thousands of jobs share a few."""
     try:
-        return inspect.signature(func)
+        return _SIGNATURES[func]
+    except (KeyError, TypeError):  # TypeError: an unhashable callable object
+        pass
+    try:
+        sig: inspect.Signature | None = inspect.signature(func)
     except (TypeError, ValueError):  # some builtins have none
-        return None
+        sig = None
+    try:
+        if len(_SIGNATURES) >= 4096:
+            _SIGNATURES.clear()
+        _SIGNATURES[func] = sig
+    except TypeError:
+        pass
+    return sig
 
 
 def _takes_ctx(func: Callable[..., Any]) -> bool:
@@ -233,12 +262,15 @@ def _is_async(func: Callable[..., Any]) -> bool:
     )
 
 
-async def _call(func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> object:
+async def _call(func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any],
+                threads: ThreadPoolExecutor) -> object:
     if _is_async(func):
         result = func(*args, **kwargs)
     else:
         # A thread cannot be stopped: on cancellation the worker moves on and the call runs out.
-        result = await asyncio.to_thread(func, *args, **kwargs)
+        # asyncio.to_thread on a thread pool of our own (the job's context variables too).
+        call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
+        result = await asyncio.get_running_loop().run_in_executor(threads, call)
     if inspect.isawaitable(result):  # async functions, and sync ones returning a coroutine
         result = await result
     return result

@@ -7,7 +7,9 @@
 - ``run``: a FaultRun ties them together: jobs, expected occurrences, faults at seeded moments,
   and the verdict.
 - ``webhook``: an HTTP target that hangs or trickles bytes.
-
-Redis faults (FLUSHALL, restart, a blackhole proxy) slot in as more ``FaultRun`` fault methods
-and a ``--redis`` argument to the processes; the ledger and the classifier do not change.
+- ``redisserver``: a private ``redis-server`` a test may flush, restart or stop
+  (``FaultRun(redis=url)`` gives it to the schedulers and workers).
+- ``proxy``: a TCP proxy that becomes a blackhole, a partition between one process and Redis.
+- ``pgserver``: a private PostgreSQL server a test may stop or restart in immediate mode
+  (``FaultRun.record_outage`` records such a fault of every process).
 """

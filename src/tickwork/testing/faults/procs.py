@@ -53,6 +53,7 @@ class Proc:
         self.args = args
         self.proc: asyncio.subprocess.Process | None = None
         self.lines: list[str] = []
+        self.stamps: list[float] = []  # when each line arrived (epoch seconds)
         self.exited_at: float | None = None
         self.signalled = False  # the harness killed or stopped it (not a death of its own)
         self._used: set[int] = set()
@@ -81,6 +82,7 @@ class Proc:
         assert self.proc is not None
         assert self.proc.stderr is not None
         while raw := await self.proc.stderr.readline():
+            self.stamps.append(time.time())
             self.lines.append(raw.decode(errors="replace").rstrip())
             self._notify()
         await self.proc.wait()
@@ -113,6 +115,13 @@ class Proc:
         except TimeoutError:
             raise AssertionError(f"{self.name}: no {pattern!r} within {within}s; log:\n"
                                  + self.tail()) from None
+
+    def seen_at(self, pattern: str, after: float = 0.0) -> float | None:
+        """When the first line matching ``pattern`` arrived after ``after`` (epoch seconds;
+        the log's own timestamps are whole seconds), or None."""
+        regex = re.compile(pattern)
+        return next((at for at, line in zip(self.stamps, self.lines, strict=False)
+                     if at >= after and regex.search(line)), None)
 
     async def wait_exit(self, within: float = 30.0) -> int:
         assert self.proc is not None

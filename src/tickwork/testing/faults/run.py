@@ -91,8 +91,11 @@ def expected_of(jobs: Iterable[Job], since: datetime, until: datetime) -> dict[s
 
 class FaultRun:
     def __init__(self, tmp: Path, database: str, *, name: str, seed: int | None = None,
-                 settings: Mapping[str, str] | None = None) -> None:
+                 settings: Mapping[str, str] | None = None, redis: str | None = None) -> None:
+        """``redis``: the URL schedulers and workers get (the postgres + redis deployment);
+        one process may be given another (a proxy's) with its own ``redis=``."""
         self.tmp = tmp
+        self.redis = redis
         self.database = database
         self.name = name
         self.seed = seed_from_env() if seed is None else seed
@@ -134,12 +137,17 @@ class FaultRun:
         self.procs.append(proc)
         return proc
 
-    def scheduler(self, name: str, **env: str) -> Proc:
-        return self._add(name, self.env(name, **env), "scheduler", "--scheduler-id", name)
+    def _with_redis(self, env: Mapping[str, str], redis: str | None) -> dict[str, str]:
+        url = redis or self.redis
+        return {**env, "TICKWORK_REDIS_URL": url} if url else dict(env)
+
+    def scheduler(self, name: str, *, redis: str | None = None, **env: str) -> Proc:
+        return self._add(name, self.env(name, **self._with_redis(env, redis)), "scheduler",
+                         "--scheduler-id", name)
 
     def worker(self, name: str, queues: str = "default:8", *, failpoints: str = "",
-               faketime: str = "", **env: str) -> Proc:
-        extra = dict(env)
+               faketime: str = "", redis: str | None = None, **env: str) -> Proc:
+        extra = self._with_redis(env, redis)
         if failpoints:
             extra["TICKWORK_FAILPOINTS"] = failpoints
             extra["TICKWORK_TEST_FAILPOINT_SEED"] = str(self.seed)
@@ -160,6 +168,24 @@ class FaultRun:
         fault = Fault(kind, proc.pid, at, proc.name, releases)
         self.faults.append(fault)
         print(f"  {kind} {proc.name} (pid {proc.pid}) at {at:.3f}")
+        return fault
+
+    def record_outage(self, kind: str, at: float, until: float) -> Fault:
+        """A fault of no tickwork process that cuts off all their work from ``at`` to ``until``
+        (the database down): it explains reruns of executions in flight during it, on any
+        process, and nothing else."""
+        fault = Fault(kind, 0, at, "every process", every_process=True, until=until)
+        self.faults.append(fault)
+        print(f"  {kind} from {at:.3f} to {until:.3f} ({until - at:.1f}s)")
+        return fault
+
+    def record_outside(self, kind: str, target: str, pid: int, at: float) -> Fault:
+        """A fault of something outside the tickwork processes (``pid``: the redis-server,
+        or this process for a proxy in it) that they must ride out without running anything
+        twice, such as Redis hung or cut off (degraded mode): it explains no duplicate."""
+        fault = Fault(kind, pid, at, target)
+        self.faults.append(fault)
+        print(f"  {kind} of {target} (pid {pid}) at {at:.3f}")
         return fault
 
     def kill9(self, proc: Proc) -> Fault:

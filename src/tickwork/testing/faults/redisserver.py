@@ -1,0 +1,99 @@
+"""A private ``redis-server`` per test, for tests that flush, restart, stop or cut off Redis.
+
+A shared Redis serves other tests at the same time and is never flushed, restarted or stopped;
+a test that needs to do that starts its own server on a free port (no persistence, loopback
+only, ``maxmemory-policy noeviction`` as docs/redis.md asks), owns its process, and kills it at
+the end. Each fault method returns the instant it took effect, for the fault's record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import time
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PrivateRedis:
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.proc: asyncio.subprocess.Process | None = None
+        self._drain: asyncio.Task[None] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    async def start(self) -> PrivateRedis:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            pytest.skip("redis-server is not installed")
+        self.proc = await asyncio.create_subprocess_exec(
+            binary, "--port", str(self.port), "--save", "", "--appendonly", "no",
+            "--bind", "127.0.0.1", "--maxmemory-policy", "noeviction",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True)
+        assert self.proc.stdout is not None
+        while b"Ready to accept connections" not in (line := await asyncio.wait_for(
+                self.proc.stdout.readline(), 10)):
+            assert line, "redis-server exited at start"
+        self._drain = asyncio.create_task(self._read_rest(self.proc))
+        return self
+
+    @staticmethod
+    async def _read_rest(proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        while await proc.stdout.readline():  # never let a full pipe block the server
+            pass
+
+    def pause(self) -> float:
+        """SIGSTOP: hung (commands wait until the client's socket timeout), data kept."""
+        assert self.proc is not None
+        at = time.time()
+        os.kill(self.proc.pid, signal.SIGSTOP)
+        return at
+
+    def resume(self) -> float:
+        assert self.proc is not None
+        at = time.time()
+        os.kill(self.proc.pid, signal.SIGCONT)
+        return at
+
+    async def flushall(self) -> float:
+        """FLUSHALL: every key gone, connections kept."""
+        from redis.asyncio import Redis  # noqa: PLC0415  (the redis extra, only when used)
+
+        client = Redis.from_url(self.url)
+        try:
+            at = time.time()
+            await client.flushall()
+        finally:
+            await client.aclose()
+        return at
+
+    async def kill(self) -> float:
+        at = time.time()
+        if self.proc is not None and self.proc.returncode is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            self.proc.kill()
+            await self.proc.wait()
+        if self._drain is not None:
+            await asyncio.gather(self._drain, return_exceptions=True)
+        return at
+
+    async def restart(self) -> float:
+        """A restart without persistence: everything in it is gone. Returns when it was
+        killed; it accepts connections again when this returns."""
+        at = await self.kill()
+        await self.start()
+        return at
