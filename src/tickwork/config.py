@@ -66,11 +66,13 @@ class Settings:
     rescue_interval_seconds: float = 5.0
     retention_days: int = 30  # PostgreSQL: run history older than this is pruned
     shard_count: int = 64  # PostgreSQL: shards jobs are spread over (fixed when first migrated)
+    max_deliveries: int = 5  # Redis: deliveries of one stream entry before it is dead-lettered
     log_level: str = "info"
     executors: ExecutorSettings = field(default_factory=ExecutorSettings)
     demo: bool = False
     api_enabled: bool = True  # `tickwork run` serves the API and dashboard on host:port
     open_access: bool = False  # no token needed: loopback hosts only
+    metrics_address: str | None = None  # scheduler and worker: serve /metrics, /healthz here
 
     def validate(self) -> None:
         """Raise ConfigError for the first value out of bounds or in conflict with another."""
@@ -101,6 +103,7 @@ class Settings:
             raise ConfigError("retention_days", f"must be at least 1 (got {self.retention_days})")
         if not 1 <= self.shard_count <= 4096:
             raise ConfigError("shard_count", f"must be from 1 to 4096 (got {self.shard_count})")
+        _check_processes(self.max_deliveries, self.metrics_address)
         _check_less("heartbeat_seconds", self.heartbeat_seconds,
                     "lease_seconds", self.lease_seconds, strict=True)
         _check_less("planner_interval_seconds", self.planner_interval_seconds,
@@ -132,6 +135,23 @@ def parse_queues(value: str) -> tuple[tuple[str, int], ...]:
     result = tuple(queues)
     _check_queues(result)
     return result
+
+
+def parse_address(value: str, name: str = "metrics_address") -> tuple[str, int]:
+    """``HOST:PORT`` as ``(host, port)``: ``127.0.0.1:9100``, ``[::1]:9100``, ``0.0.0.0:0``
+    (port 0 picks a free one); ``:9100`` or ``9100`` alone mean the loopback ``127.0.0.1``."""
+    text = value.strip()
+    m = (re.fullmatch(r"\[([0-9A-Fa-f:.]+)\]:([0-9]+)", text)
+         or re.fullmatch(r"([A-Za-z0-9.-]*):([0-9]+)", text)
+         or re.fullmatch(r"()([0-9]+)", text))
+    if m is None:
+        shown = repr(value) if len(value) <= 60 else repr(value[:57]) + "..."
+        raise ConfigError(name, f"must be HOST:PORT, such as 127.0.0.1:9100 or [::1]:9100 "
+                                f"(got {shown})")
+    host, port = m.group(1) or "127.0.0.1", int(m.group(2))
+    if port > 65535:
+        raise ConfigError(name, f"port must be from 0 to 65535 (got {port})")
+    return host, port
 
 
 def load_settings(
@@ -178,10 +198,12 @@ _SETTING_KINDS: dict[str, _Kind] = {
     "rescue_interval_seconds": "seconds",
     "retention_days": "int",
     "shard_count": "int",
+    "max_deliveries": "int",
     "log_level": "str",
     "demo": "bool",
     "api_enabled": "bool",
     "open_access": "bool",
+    "metrics_address": "optional_str",
 }
 _SECONDS = tuple(name for name, kind in _SETTING_KINDS.items() if kind == "seconds")
 
@@ -421,6 +443,14 @@ def _check_queues(queues: tuple[tuple[str, Any], ...]) -> None:
                 f"concurrency of {name!r} must be from 1 to {MAX_CONCURRENCY}"
                 f" (got {concurrency!r})",
             )
+
+
+def _check_processes(max_deliveries: int, metrics_address: str | None) -> None:
+    """The Redis rescuer's poison threshold and the scheduler's and worker's metrics address."""
+    if max_deliveries < 1:
+        raise ConfigError("max_deliveries", f"must be at least 1 (got {max_deliveries})")
+    if metrics_address is not None:
+        parse_address(metrics_address, "metrics_address")
 
 
 def _check_less(name: str, value: float, other: str, bound: float, *, strict: bool) -> None:

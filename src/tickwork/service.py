@@ -3,6 +3,13 @@
 ``tickwork run`` starts this. On SQLite it holds ``<database>.lock`` for its lifetime, so it
 knows it is the file's only service: attempts left running by a crashed predecessor are
 orphans and are rescued at once instead of after their lease.
+
+With ``redis`` set (``tickwork run --redis URL``) claims go through Redis as in the
+postgres + redis deployment, all in this process: the planner adds what it plans to the due
+set, the promoter moves due keys to the streams, the reconciler repairs Redis from the store,
+and the worker pool claims what Redis delivers, falling back to the store while Redis is
+unreachable (degraded mode). It works on SQLite too (the store's claim by keys is the same
+code on both drivers), though Redis is for many workers on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -14,10 +21,11 @@ import importlib
 import logging
 import os
 import signal
+import uuid
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from tickwork import registry
 from tickwork.client import AsyncClient
@@ -30,8 +38,9 @@ from tickwork.drivers.sqlite.connection import path_from_url
 from tickwork.errors import JobNotFound, StoreUnavailable
 from tickwork.executors import build_executors
 from tickwork.executors.base import Executor
-from tickwork.metrics import Metrics
+from tickwork.metrics import REDIS, CountingPlanner, CountingSource, DispatchMode, Metrics
 from tickwork.models import Claim
+from tickwork.scheduler.loop import Loop
 from tickwork.scheduler.planner import Planner
 from tickwork.scheduler.rescuer import Rescuer
 from tickwork.secrets import SecretResolver
@@ -39,6 +48,12 @@ from tickwork.secrets import resolver_for as secret_resolver_for
 from tickwork.worker.outcomes import Result
 from tickwork.worker.pool import WorkerPool
 from tickwork.worker.runlog import log_run
+from tickwork.worker.sources import ClaimSource
+
+if TYPE_CHECKING:
+    from tickwork.dispatching import SchedulerDispatch
+    from tickwork.drivers.redis.dispatch import RedisDispatch
+    from tickwork.worker.redis_source import RedisClaimSource
 
 log = logging.getLogger("tickwork.service")
 
@@ -59,6 +74,10 @@ class Service:
         self.client = AsyncClient(self.store, clock=self.clock, on_change=self._wake)
         self._lock: IO[str] | None = None
         self.metrics = Metrics()
+        self.metrics.dispatch = DispatchMode(REDIS if settings.redis else _store_name(settings))
+        self.dispatch: RedisDispatch | None = None
+        self.redis: SchedulerDispatch | None = None  # the due set's side: promoter, reconciler
+        self.source: RedisClaimSource | None = None  # the worker's side: claims from Redis
         self.api: Any = None  # tickwork.api.server.ApiServer while serving
         self._stopped = asyncio.Event()
 
@@ -77,27 +96,69 @@ class Service:
         self.executors = build_executors(self.executor_settings, self.secrets)
 
         s = self.settings
+        worker_id = s.worker_id or f"worker-{uuid.uuid4().hex[:8]}"
+        source = await self._start_redis(worker_id) if s.redis else None
         self.pool = WorkerPool(
             store=self.store, clock=self.clock, executors=self.executors, queues=s.queues,
-            worker_id=s.worker_id, lease_seconds=s.lease_seconds,
+            worker_id=worker_id, lease_seconds=s.lease_seconds,
             heartbeat_seconds=s.heartbeat_seconds, poll_interval_seconds=s.poll_interval_seconds,
-            shutdown_grace_seconds=s.shutdown_grace_seconds, on_finished=self._log_run)
-        self.planner = Planner(
-            store=self.store, clock=self.clock, horizon_seconds=s.planner_horizon_seconds,
-            interval_seconds=s.planner_interval_seconds, on_planned=lambda _: self._wake())
+            shutdown_grace_seconds=s.shutdown_grace_seconds, on_finished=self._log_run,
+            source=source)
+        self.pool.source = CountingSource(self.pool.source, self.metrics)
+        self.planner = CountingPlanner(
+            self.metrics, store=self.store, clock=self.clock,
+            horizon_seconds=s.planner_horizon_seconds,
+            interval_seconds=s.planner_interval_seconds, on_planned=lambda _: self._wake(),
+            after_commit=self.redis.after_plan if self.redis else None)
         sole = self.pool.worker_id if self._lock is not None else None
         self.rescuer = Rescuer(store=self.store, clock=self.clock,
                                interval_seconds=s.rescue_interval_seconds, sole_worker=sole,
-                               on_rescued=self._on_rescued)
+                               on_rescued=self._on_rescued,
+                               after_rescue=self.redis.after_rescue() if self.redis else None)
         await self.rescuer.run_once(self.clock.now())  # orphans of a crashed predecessor
         await self._sync_jobs([*jobs, *(DEMO_JOBS if s.demo else [])])
         self.planner.start()
         self.rescuer.start()
+        for loop in self._redis_loops():
+            loop.start()
         self.pool.start()
-        log.info("tickwork is running: database %s, queues %s, worker %s", s.database,
-                 ", ".join(f"{q}:{c}" for q, c in s.queues), self.pool.worker_id)
+        log.info("tickwork is running: database %s, queues %s, worker %s%s", s.database,
+                 ", ".join(f"{q}:{c}" for q, c in s.queues), self.pool.worker_id,
+                 ", dispatch redis" if self.redis else "")
         if s.api_enabled:
             await self._start_api()
+
+    async def _start_redis(self, worker_id: str) -> ClaimSource:
+        """Redis dispatch in this process: the scheduler's side and the worker's."""
+        from tickwork.dispatching import SchedulerDispatch, open_dispatch  # noqa: PLC0415
+        from tickwork.worker.redis_source import RedisClaimSource  # noqa: PLC0415
+
+        s = self.settings
+        assert s.redis is not None
+        assert self.metrics.dispatch is not None
+        self.dispatch = open_dispatch(s.redis)
+        await self.dispatch.check_settings()
+        self.redis = SchedulerDispatch(store=self.store, dispatch=self.dispatch,
+                                       clock=self.clock)
+        self.redis.promoter.on_promoted = self.metrics.promoted_moved
+        self.redis.reconciler.on_reconciled = lambda done: self.metrics.repaired(done.added)
+        self.client.after_insert = self.redis.feeder.add_waiting  # triggers, backfills
+        self.source = RedisClaimSource(
+            store=self.store, dispatch=self.dispatch, clock=self.clock, worker_id=worker_id,
+            lease_seconds=s.lease_seconds, heartbeat_seconds=s.heartbeat_seconds,
+            poll_interval_seconds=s.poll_interval_seconds, max_deliveries=s.max_deliveries,
+            on_lost=self.redis.reconciler.notify_lost, on_mode=self.metrics.dispatch.changed)
+        return self.source
+
+    def _redis_loops(self) -> tuple[Loop, ...]:
+        return self.redis.loops() if self.redis is not None else ()
+
+    @property
+    def mode(self) -> str:
+        """``redis``, ``degraded`` (Redis unreachable: claiming from the store), or the
+        store's name (``sqlite``, ``postgres``) without Redis."""
+        assert self.metrics.dispatch is not None
+        return self.metrics.dispatch.mode
 
     async def stop(self) -> None:
         """Graceful: stop planning and claiming, let running attempts finish (G10)."""
@@ -110,12 +171,16 @@ class Service:
             await self.planner.stop()
         if self.rescuer is not None:
             await self.rescuer.stop()
+        for loop in self._redis_loops():
+            await loop.stop()
         if self.pool is not None:
             await self.pool.stop()
         for executor in self.executors.values():
             await executor.close()
         if self.secrets is not None:
             await self.secrets.store.close()
+        if self.dispatch is not None:
+            await self.dispatch.close()
         await self.store.close()
         self._release_lock()
         self._stopped.set()
@@ -221,3 +286,6 @@ class Service:
             self._lock.close()
             self._lock = None
 
+
+def _store_name(settings: Settings) -> str:
+    return "sqlite" if settings.database.lower().startswith("sqlite:") else "postgres"

@@ -61,10 +61,17 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
         return response
 
     @app.get("/healthz", tags=["health"], summary="200 when the store answers, else 503",
+             description="`status` is `degraded` (still 200) while a process that claims "
+                         "through Redis cannot reach it and claims from the store; `mode` "
+                         "(`tickwork run` only) is `redis`, `degraded`, `sqlite` or `postgres`.",
              responses=errors.problems(503))
-    async def healthz(client: ClientDep) -> dict[str, Any]:
+    async def healthz(request: Request, client: ClientDep) -> dict[str, Any]:
         await client.admin.health_check()
-        return {"status": "ok", "store": "ok"}
+        dispatch = state_of(request).metrics.dispatch
+        if dispatch is None:  # `tickwork api`: it claims nothing
+            return {"status": "ok", "store": "ok"}
+        return {"status": "degraded" if dispatch.degraded else "ok", "store": "ok",
+                "mode": dispatch.mode}
 
     @app.get("/metrics", tags=["health"], dependencies=[READ], response_class=Response,
              summary="Prometheus text exposition", responses=errors.problems(401, 403))

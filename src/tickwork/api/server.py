@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import Generator
 
 import uvicorn
@@ -25,6 +26,12 @@ class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield  # the owner of the process handles SIGTERM and SIGINT
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await super().startup(sockets=sockets)
+        except SystemExit:  # uvicorn exits when it cannot bind; here ApiServer.start reports it
+            self.should_exit = True
 
 
 class ApiServer:

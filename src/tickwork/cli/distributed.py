@@ -19,6 +19,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     _add_redis_option(scheduler)
     scheduler.add_argument("--scheduler-id", metavar="NAME",
                            help="name this scheduler in shard leases and logs")
+    add_metrics_option(scheduler)
     scheduler.add_argument("--log-level", default=None,
                            help="debug, info (default), warning, error")
     scheduler.set_defaults(handler=run_scheduler)
@@ -31,6 +32,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                         "e.g. default:16,mail:4")
     worker.add_argument("--worker-id", metavar="NAME", help="name this worker in run history")
     _add_redis_option(worker)
+    add_metrics_option(worker)
     worker.add_argument("--log-level", default=None, help="debug, info (default), warning, error")
     worker.set_defaults(handler=run_worker)
 
@@ -40,12 +42,18 @@ def _add_redis_option(parser: argparse.ArgumentParser) -> None:
                         "Redis (the postgres + redis deployment); env TICKWORK_REDIS_URL")
 
 
+def add_metrics_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--metrics-address", metavar="HOST:PORT",
+                        help="serve this process's /metrics and /healthz here, e.g. "
+                        "127.0.0.1:9100 (port 0 picks one); env TICKWORK_METRICS_ADDRESS")
+
+
 async def run_scheduler(args: argparse.Namespace) -> int:
     from tickwork.distributed import SchedulerProcess  # noqa: PLC0415  (needs the postgres extra)
 
     if args.log_level is None:
         logging.getLogger().setLevel(logging.INFO)
-    settings = settings_from(args, redis=args.redis)
+    settings = settings_from(args, redis=args.redis, metrics_address=args.metrics_address)
     await SchedulerProcess(settings, scheduler_id=args.scheduler_id).run_until_signalled()
     return 0
 
@@ -56,7 +64,7 @@ async def run_worker(args: argparse.Namespace) -> int:
     if args.log_level is None:
         logging.getLogger().setLevel(logging.INFO)
     settings = settings_from(args, queues=args.queues, worker_id=args.worker_id,
-                             redis=args.redis)
+                             redis=args.redis, metrics_address=args.metrics_address)
     worker = WorkerProcess(settings)
     await worker.run_until_signalled()
     if worker.pool is not None and worker.pool.released:

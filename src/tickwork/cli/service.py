@@ -29,6 +29,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     run.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                      help="import MODULE so its @tickwork.job functions become jobs (repeatable)")
     run.add_argument("--worker-id", metavar="NAME", help="name this worker in run history")
+    run.add_argument("--redis", metavar="URL", help="redis://host:port/db: dispatch through "
+                     "Redis in this process (as the postgres + redis deployment does); "
+                     "env TICKWORK_REDIS_URL")
     run.add_argument("--log-level", default=None, help="debug, info (default), warning, error")
     run.set_defaults(handler=run_service)
 

@@ -108,6 +108,7 @@ class RedisClaimSource:
         self.feeder = DueFeeder(dispatch, clock)
         self.mode = REDIS
         self.dead_lettered = 0
+        self.reclaimed = 0  # entries taken over from consumers that died or hung
         self._queues: set[str] = set()
         self._entries: dict[Key, tuple[str, Entry]] = {}
         self._backlog: dict[str, list[Entry]] = defaultdict(list)
@@ -339,6 +340,7 @@ class RedisClaimSource:
             else:
                 taken.append(entry)
         if taken:
+            self.reclaimed += len(taken)
             log.warning("reclaimed %d entries of %s idle for %.1fs or more (a worker died "
                         "or hung)", len(taken), queue, self.reclaim_idle_ms / 1000)
             self._backlog[queue].extend(taken)
