@@ -90,14 +90,28 @@ def _walk(value: object, path: str) -> Iterator[tuple[str, object]]:
 
 
 def find_references(payload: object) -> list[str]:
-    """The names of the secrets a payload refers to, in order of appearance, once each."""
+    """The names of the secrets a payload refers to, in order of appearance, once each.
+
+    Runs once per payload an execution sees (every one-off job has its own): no paths built."""
     names: list[str] = []
-    for _, value in _walk(payload, "payload"):
-        if is_reference(value):
+    _collect(payload, names)
+    return names
+
+
+def _collect(value: object, names: list[str]) -> None:
+    if isinstance(value, dict):
+        if len(value) == 1 and REF_KEY in value:
             name = value[REF_KEY]
             if isinstance(name, str) and name not in names:
                 names.append(name)
-    return names
+            return
+        for item in value.values():
+            if isinstance(item, dict | list):
+                _collect(item, names)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict | list):
+                _collect(item, names)
 
 
 def validate_references(payload: object) -> None:
