@@ -18,11 +18,12 @@ def shard_of(job_id: str, shard_count: int) -> int:
 
 
 def instant(value: datetime) -> datetime:
-    return value.astimezone(UTC)
+    # Sessions run with TimeZone = UTC, so psycopg hands back UTC already: keep it as it is.
+    return value if value.tzinfo is UTC else value.astimezone(UTC)
 
 
 def instant_or_none(value: datetime | None) -> datetime | None:
-    return None if value is None else value.astimezone(UTC)
+    return None if value is None else instant(value)
 
 
 _read = RowReader(instant)
