@@ -19,7 +19,6 @@ import asyncio
 import os
 import re
 import time
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ import pytest
 
 from tickwork.models import rfc3339
 from tickwork.testing import postgres as pg
+from tickwork.testing.faults import redisserver
 from tickwork.testing.faults.classify import Execution, in_flight
 from tickwork.testing.faults.procs import Proc
 from tickwork.testing.faults.proxy import BlackholeProxy
@@ -53,13 +53,7 @@ LOST = "Redis lost its data"
 REBUILT = r"reconciled \(epoch\): \d+ waiting in the store, (\d+) re-added"
 
 
-@pytest.fixture
-async def redis() -> AsyncIterator[PrivateRedis]:
-    server = await PrivateRedis().start()
-    try:
-        yield server
-    finally:
-        await server.kill()
+redis = redisserver.private_redis
 
 
 def workload(run: FaultRun, t0: datetime, window: float, burst_at: datetime

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import socket
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from tickwork.models import rfc3339
 from tickwork.service import Service
 from tickwork.testing import ledger
 from tickwork.testing import postgres as pg
+from tickwork.testing.faults import redisserver
 
 postgres_template = pg.postgres_template
 postgres_url = pg.postgres_url
@@ -38,13 +38,7 @@ postgres_url = pg.postgres_url
 SERVED = r"{role} metrics on (http://\S+)/metrics"
 
 
-@pytest.fixture
-async def private_redis() -> AsyncIterator[PrivateRedis]:
-    server = await PrivateRedis().start()
-    try:
-        yield server
-    finally:
-        await server.kill()
+private_redis = redisserver.private_redis
 
 
 def sample(text: str, series: str) -> float:

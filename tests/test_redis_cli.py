@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
-
-import pytest
 
 from processes import cli, cli_json, env_for
 from redis_server import PrivateRedis
 from tickwork.dispatching import occurrence_key, open_dispatch
 from tickwork.drivers.dispatch import DueCountParams
 from tickwork.testing import postgres as pg
+from tickwork.testing.faults import redisserver
 
 postgres_template = pg.postgres_template
 postgres_url = pg.postgres_url
 
-
-@pytest.fixture
-async def redis() -> AsyncIterator[PrivateRedis]:
-    server = await PrivateRedis().start()
-    yield server
-    await server.kill()
+redis = redisserver.private_redis
 
 
 async def test_a_cli_trigger_is_in_the_due_set_at_once(

@@ -16,7 +16,6 @@ import asyncio
 import os
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from tickwork.models import Job, idempotency_key, rfc3339
 from tickwork.schedules import compile_schedule
 from tickwork.testing import ledger
 from tickwork.testing import postgres as pg
+from tickwork.testing.faults import redisserver
 
 pytestmark = pytest.mark.slow
 postgres_template = pg.postgres_template
@@ -52,13 +52,7 @@ postgres_url = pg.postgres_url
 OUTAGE_SECONDS = 30 if os.environ.get("TICKWORK_FAULTS_FULL") == "1" else 15
 
 
-@pytest.fixture
-async def private_redis() -> AsyncIterator[PrivateRedis]:
-    server = await PrivateRedis().start()
-    try:
-        yield server
-    finally:
-        await server.kill()
+private_redis = redisserver.private_redis
 
 
 def redis_env(tmp_path: Path, postgres_url: str, redis: PrivateRedis, **extra: str

@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -97,3 +98,14 @@ class PrivateRedis:
         at = await self.kill()
         await self.start()
         return at
+
+
+@pytest.fixture
+async def private_redis() -> AsyncIterator[PrivateRedis]:
+    """A redis-server of the test's own, which it may flush, restart or stop; killed after.
+    Test modules take it as ``private_redis = redisserver.private_redis`` (any name)."""
+    server = await PrivateRedis().start()
+    try:
+        yield server
+    finally:
+        await server.kill()
