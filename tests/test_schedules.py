@@ -122,6 +122,9 @@ def test_parse_duration_rejects(value: object, message: str) -> None:
     ("@fortnightly", "unknown alias '@fortnightly' (known: @yearly, @annually, @monthly, "
                      "@weekly, @daily, @midnight, @hourly)"),
     ("@reboot", "unknown alias '@reboot'"),
+    ("0 0 30 2 *", "never fires: none of its months has a day 30"),
+    ("0 0 0 31 4,6,9,11 *", "never fires: none of its months has a day 31"),
+    ("0 0 30,31 FEB *", "never fires: none of its months has a day 30 or 31"),
 ])
 def test_cron_rejections_name_field_and_reason(expr: str, reason: str) -> None:
     assert rejected(expr).startswith(f"schedule.cron: {reason}")
@@ -222,9 +225,9 @@ def test_day_of_month_or_day_of_week_when_both_restricted() -> None:
                for f in preview(cron("0 0 */2 * 1"), T0, 8))
 
 
-def test_impossible_and_rare_dates() -> None:
-    assert cron("0 0 30 2 *").next_after(T0) is None
-    assert cron("0 0 31 4,6,9,11 *", "Europe/Berlin").next_after(T0) is None
+def test_rare_dates() -> None:
+    # Impossible ones (the 30th of February) are refused: see the rejections above.
+    assert cron("0 0 31 4,6,9,11,12 *", "Europe/Berlin").next_after(T0) == utc(2030, 12, 30, 23)
     assert cron("0 0 29 2 *").next_after(T0) == utc(2032, 2, 29)
     # 2100 is not a leap year: the next Feb 29 after 2096 is 8 years away.
     assert cron("0 0 29 2 *").next_after(utc(2096, 3, 1)) == utc(2104, 2, 29)

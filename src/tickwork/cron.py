@@ -116,6 +116,11 @@ def parse_field(text: str, fd: _FieldDef) -> frozenset[int]:
     return frozenset(values)
 
 
+# Days in each month at most (February: 29, in leap years).
+_LONGEST_MONTH = {1: 31, 2: 29, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 31, 11: 30,
+                  12: 31}
+
+
 def _mask(values: frozenset[int]) -> int:
     mask = 0
     for v in values:
@@ -164,6 +169,17 @@ class CronExpr:
         # Vixie cron: both day fields restricted (neither starts with `*`) means OR.
         self.day_or = not _is_star(dom) and not _is_star(dow)
         self.fixed = _is_specific(sec) and _is_specific(minute) and _is_specific(hour)
+        if not self.day_or:
+            self._check_some_day(parse_field(dom, DOM), parse_field(month, MONTH))
+
+    @staticmethod
+    def _check_some_day(days: frozenset[int], months: frozenset[int]) -> None:
+        """Refuse a schedule that can never fire, such as the 30th of February."""
+        if any(day <= _LONGEST_MONTH[month] for month in months for day in days):
+            return
+        named = " or ".join(str(day) for day in sorted(days))
+        raise _error(f"never fires: none of its months has a day {named} "
+                     "(a job on such a schedule would never run)")
 
     # -- calendar search on wall seconds --------------------------------------------------
 
