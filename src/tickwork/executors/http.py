@@ -28,6 +28,7 @@ from tickwork.executors.base import (
     ERROR_LIMIT_BYTES,
     ExecutionContext,
     ExecutorSettings,
+    PayloadMemo,
     cap_text,
     is_secret_reference,
     json_problem,
@@ -57,6 +58,9 @@ RETRY_AFTER_STATUSES = frozenset({429, 503})
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
 
 
+_SPACE_OR_CONTROL = re.compile(r"[\s\x00-\x1f\x7f]")
+
+
 def validate_payload(payload: object, *, resolved: bool = False) -> dict[str, Any]:
     """The normalised payload, or ValidationError naming the field.
 
@@ -70,7 +74,8 @@ def validate_payload(payload: object, *, resolved: bool = False) -> dict[str, An
     if has_body and raw_body is not None:
         raise ValidationError("payload.body", "give either body or raw_body, not both")
     if has_body:
-        problem = json_problem(payload["body"])
+        # At execution (resolved) the payload was just decoded from the store's JSON.
+        problem = None if resolved else json_problem(payload["body"])
         if problem is not None:
             raise ValidationError("payload.body", f"must be a JSON value ({problem})")
         out["body"] = payload["body"]
@@ -128,7 +133,7 @@ def validate_url(url: object, field: str = "payload.url") -> str | dict[str, str
         raise ValidationError(field, "is required: an http:// or https:// URL")
     if len(url) > MAX_URL_LENGTH:
         raise ValidationError(field, f"is longer than {MAX_URL_LENGTH} characters")
-    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+    if _SPACE_OR_CONTROL.search(url) is not None:
         raise ValidationError(field, "must not contain spaces or control characters")
     try:
         parts = urlsplit(url)
@@ -188,6 +193,7 @@ class HttpExecutor:
         self._secrets = secrets
         self._outbound = client or OutboundClient(settings)
         self._endpoint_secrets = parse_endpoint_secrets(settings.webhook_signing_secrets)
+        self._validated: PayloadMemo[dict[str, Any]] = PayloadMemo()
 
     @property
     def _session(self) -> aiohttp.ClientSession | None:  # for tests: the pool in use
@@ -214,10 +220,15 @@ class HttpExecutor:
         self, ctx: ExecutionContext
     ) -> tuple[dict[str, Any], CIMultiDict[str], bytes | None] | Fail:
         """The payload, headers (signed if a secret applies) and body, or a fatal Fail."""
-        try:
-            payload = validate_payload(ctx.payload, resolved=True)
-        except ValidationError as exc:
-            return Fail(str(exc), retriable=False)
+        payload = self._validated.lookup(ctx.payload)
+        if payload is None:
+            try:
+                payload = validate_payload(ctx.payload, resolved=True)
+            except ValidationError as exc:
+                return Fail(str(exc), retriable=False)
+            # Remembered by the stored payload's identity: a recurring job's executions share
+            # it (a payload with secrets is a fresh copy each time, and is checked each time).
+            self._validated.remember(ctx.payload, payload)
         problem = unresolved_secrets(payload)
         if problem is not None:
             return Fail(problem, retriable=False)
