@@ -79,6 +79,37 @@ async def test_w3_recurring_on_sqlite() -> None:
     assert result["worst_ticks"]
 
 
+async def test_w3_with_idle_jobs_reports_memory(postgres_admin: str) -> None:
+    """Idle one-off jobs (due a day later) alongside the recurring load: created, never run,
+    and the processes' memory reported at the window's start, its most and at the end."""
+    result = await bench("w3", "--jobs", "200", "--duration", "5", "--idle-jobs", "2000",
+                         "--database", postgres_admin, "--workers", "1")
+    assert_correct(result)
+    assert result["parameters"]["idle_jobs"] == 2000
+    assert result["idle"]["jobs"] == 2000
+    assert result["idle"]["due"] == "later"
+    assert result["idle"]["jobs_per_second"] > 0
+    assert "executed" not in result["idle"]  # due after the run: never planned
+    assert result["expected"] == result["executed"] >= 60  # the ticks only: */5 s fire once
+    for kind in ("scheduler", "worker"):
+        rss = result["rss_mib"][kind]
+        assert 0 < rss["window_start"] <= rss["window_max"]
+        assert 0 < rss["end"] <= rss["window_max"] <= result["peak_memory"][kind]["max_mib"]
+
+
+async def test_w3_with_idle_jobs_due_in_the_window() -> None:
+    """``--idle-due window``: the one-offs are planned and run within the window, checked
+    like the ticks."""
+    result = await bench("w3", "--jobs", "100", "--duration", "5", "--idle-jobs", "2000",
+                         "--idle-due", "window")
+    assert_correct(result)
+    assert result["idle"]["executed"] == 2000
+    assert result["expected"] == result["executed"] > 2000
+    late = result["idle"]["lateness_seconds"]
+    assert 0 <= late["p50"] <= late["p99"] <= late["max"]
+    assert result["rss_mib"]["service"]["end"] > 0
+
+
 async def test_w2_small_profile_with_plot(tmp_path: Path) -> None:
     plot = tmp_path / "w2.svg"
     result = await bench("w2", "--end-minute", "2", "--heavy-minutes", "1", "--spike", "300",

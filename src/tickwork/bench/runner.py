@@ -170,6 +170,16 @@ def memory_figures(d: Deployment) -> dict[str, dict[str, int]]:
     return out
 
 
+def rss_figures(d: Deployment) -> dict[str, int]:
+    """RSS now (``VmRSS``) in MiB per process kind: the largest process of the kind."""
+    out: dict[str, int] = {}
+    for child in d.children:
+        rss = child.status("VmRSS")
+        if rss is not None:
+            out[child.kind] = max(out.get(child.kind, 0), rss // 1024)
+    return out
+
+
 def machine() -> dict[str, Any]:
     cpu = ""
     try:

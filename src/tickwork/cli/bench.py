@@ -1,4 +1,5 @@
 """``tickwork bench w1|w2|w3``: the workloads of DESIGN §6 on a deployment started for the run.
+``tickwork bench http``: the HTTP executor's client against the alternatives (no deployment).
 
 The figures come from a record the executed jobs write themselves (tickwork.bench.jobs),
 never from the store's tables. Exit status 0 when nothing was lost, duplicated or started
@@ -60,6 +61,27 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     w3.add_argument("--duration", type=_positive, default=180,
                     help="seconds measured (default 180)")
     w3.add_argument("--plot", metavar="FILE.svg", help="write a plot of lateness over time")
+    w3.add_argument("--idle-jobs", type=_non_negative, default=0, metavar="N",
+                    help="N one-off jobs defined alongside the recurring load, created first "
+                    "(bulk path, in batches); see --idle-due (default 0)")
+    w3.add_argument("--idle-due", choices=("later", "window"), default="later",
+                    help="later: due a day after the run, so never planned during it (the "
+                    "processes' memory must not grow with N); window: due spread evenly over "
+                    "the measured window, so the planner plans each (default later)")
+    http = workloads.add_parser(
+        "http", help="the HTTP executor's client against the alternatives: requests/s, CPU "
+        "per request and latency of POSTs to a local server (no deployment)")
+    http.add_argument("--requests", type=_positive, default=20_000,
+                      help="POST requests per client (default 20000)")
+    http.add_argument("--concurrency", type=_positive, default=64,
+                      help="requests in flight at once, over as many kept-alive connections "
+                      "(default 64)")
+    http.add_argument("--clients", default="aiohttp,httpx,executor", metavar="LIST",
+                      help="which to measure, in order (default aiohttp,httpx,executor; "
+                      "executor: tickwork's HttpExecutor end to end)")
+    http.add_argument("--json", action="store_true", help="print the figures as JSON")
+    http.add_argument("--quiet", action="store_true", help="no progress output")
+    http.set_defaults(handler=run_http_bench)
     bench.set_defaults(handler=run_bench)
 
 
@@ -92,13 +114,24 @@ def _absolute(text: str) -> Path:
 
 
 def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    value = _whole(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _non_negative(text: str) -> int:
+    value = _whole(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
 
 
 async def run_bench(args: argparse.Namespace) -> int:
@@ -148,4 +181,25 @@ async def _workload(args: argparse.Namespace, bench: Any) -> dict[str, Any]:
         return await run_w2(bench, profile, plot=args.plot)
     from tickwork.bench.w3 import run_w3  # noqa: PLC0415
 
-    return await run_w3(bench, jobs=args.jobs, duration=args.duration, plot=args.plot)
+    return await run_w3(bench, jobs=args.jobs, duration=args.duration, plot=args.plot,
+                        idle_jobs=args.idle_jobs, idle_due=args.idle_due)
+
+
+async def run_http_bench(args: argparse.Namespace) -> int:
+    """Exit status 0 when every request was answered and reached the server, else 1."""
+    from tickwork.bench.http_clients import CLIENTS, run_http, table  # noqa: PLC0415
+    from tickwork.bench.runner import machine  # noqa: PLC0415
+
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    unknown = sorted(set(clients) - set(CLIENTS))
+    if not clients or unknown:
+        raise ValidationError("--clients", f"must list some of {', '.join(CLIENTS)}"
+                              + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
+    result = await run_http(requests=args.requests, concurrency=args.concurrency,
+                            clients=list(dict.fromkeys(clients)), quiet=args.quiet)
+    result["machine"] = machine()
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        sys.stdout.write(table(result))
+    return 0 if result["ok"] else 1

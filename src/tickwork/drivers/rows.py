@@ -28,19 +28,36 @@ class RowLike(Protocol):
 
 
 class SpecCache:
-    """Parsed job specs by (job id, version): claims read the same jobs over and over."""
+    """Parsed job specs by (job id, version): claims read the same jobs over and over.
 
-    def __init__(self, size: int = 10_000) -> None:
+    Bounded in entries and in the length of the JSON they were parsed from (a proxy for their
+    size in memory), so jobs with large payloads cannot make it grow past its budget either:
+    when an entry would exceed a bound, the cache starts over.
+    """
+
+    def __init__(self, size: int = 10_000, max_chars: int = 16 * 1024 * 1024) -> None:
         self._size = size
+        self._max_chars = max_chars
+        self._chars = 0
         self._specs: dict[tuple[str, int], JobSpec] = {}
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    @property
+    def chars(self) -> int:
+        """The length of the JSON the cached specs were parsed from."""
+        return self._chars
 
     def get(self, job_id: str, version: int, text: str) -> JobSpec:
         key = (job_id, version)
         spec = self._specs.get(key)
         if spec is None:
-            if len(self._specs) >= self._size:
+            if len(self._specs) >= self._size or self._chars + len(text) > self._max_chars:
                 self._specs.clear()
+                self._chars = 0
             spec = self._specs[key] = spec_from_json(text)
+            self._chars += len(text)
         return spec
 
 

@@ -7,6 +7,7 @@ moves each job's next run on, all in one store transaction.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
@@ -19,7 +20,7 @@ from tickwork.drivers.base import (
     NewOccurrence,
     Store,
 )
-from tickwork.models import Job, OccurrenceState
+from tickwork.models import Job, OccurrenceState, ScheduleSpec
 from tickwork.scheduler.loop import Loop
 from tickwork.schedules import Schedule, compile_schedule, jitter_offset
 
@@ -27,20 +28,28 @@ log = logging.getLogger("tickwork.planner")
 
 
 class ScheduleCache:
-    """Compiled schedules by (job id, updated_at), so a tick does not re-parse cron strings."""
+    """Compiled schedules by definition, so a tick does not re-parse cron strings.
 
-    def __init__(self, size: int = 100_000) -> None:
-        self._size = size
-        self._items: dict[tuple[str, datetime], Schedule] = {}
+    Keyed by the schedule itself (a frozen value), not by job: the jobs that share a schedule
+    share one entry, and a changed schedule is a new key. One-off (``at``) schedules are built
+    each time and never kept: each is planned once, and building one takes about a
+    microsecond. So the cache holds at most ``size`` distinct recurring schedules (least
+    recently used out first), however many jobs are defined or due.
+    """
 
-    def get(self, job: Job) -> Schedule:
-        key = (job.id, job.updated_at)
-        schedule = self._items.get(key)
-        if schedule is None:
-            if len(self._items) >= self._size:
-                self._items.clear()
-            schedule = self._items[key] = compile_schedule(job.spec.schedule)
-        return schedule
+    def __init__(self, size: int = 4096) -> None:
+        if size < 1:
+            raise ValueError(f"size must be at least 1 (got {size})")
+        self.size = size
+        self._compile = functools.lru_cache(maxsize=size)(compile_schedule)
+
+    def get(self, spec: ScheduleSpec) -> Schedule:
+        if spec.type == "at":
+            return compile_schedule(spec)
+        return self._compile(spec)
+
+    def __len__(self) -> int:
+        return self._compile.cache_info().currsize
 
 
 def plan_job(job: Job, schedule: Schedule, now: datetime, until: datetime,
@@ -108,7 +117,7 @@ class Planner(Loop):
         advances = []
         for job in jobs:
             try:
-                schedule = self.schedules.get(job)
+                schedule = self.schedules.get(job.spec.schedule)
             except ValueError as exc:  # stored before a rule tightened: say so, do not stall
                 log.error("job %s (%s) has a schedule that no longer compiles: %s",
                           job.spec.name, job.id, exc)
