@@ -119,6 +119,20 @@ async def test_empty_redis_while_the_store_waits_rebuilds(
     assert [(f.queue, f.reason, f.added) for f in await settle(r)] == [("b", "empty", 5)]
 
 
+async def test_a_burst_in_workers_hands_is_not_mistaken_for_lost_data(
+        redis_dispatch: RedisDispatch) -> None:
+    """All promoted and read, none acked yet, while the store still shows them waiting (their
+    claims not committed): the due set and the streams' backlog are empty, but Redis lost
+    nothing, and re-adding every key would only deliver the burst twice."""
+    d = redis_dispatch
+    r = reconciler(d, MemorySource(q=items(5, due_ms=1)))
+    await settle(r)  # the first start puts the five in the due set
+    assert await promote_all(d, "q") == 5
+    assert len(await read(d, 10, queue="q")) == 5  # in a worker's hands
+    assert await settle(r) == []
+    assert (await due(d, "q"), (await d.queue_stats(QueueStatsParams("q"))).pending) == (0, 5)
+
+
 async def test_periodic_repair_re_adds_only_the_long_overdue(
         redis_dispatch: RedisDispatch) -> None:
     clock = FakeClock(START)

@@ -173,7 +173,9 @@ class Reconciler(Loop):
         stats = await self.dispatch.queue_stats(QueueStatsParams(queue))
         if stats.ready:
             return  # work is waiting in the streams: nothing to say about drift yet
-        if stats.due == 0 and await self.source.waiting(queue, None, 1):
+        # Nothing due, nothing delivered and unacked: a burst whose entries are all in
+        # workers' hands (their claims not committed yet) is not a Redis that lost its data.
+        if stats.due == 0 and stats.pending == 0 and await self.source.waiting(queue, None, 1):
             log.warning("queue %s: Redis has nothing while the store has occurrences waiting; "
                         "rebuilding", queue)
             self._start(queue, _Rebuild("empty"), now)
