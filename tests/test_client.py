@@ -49,6 +49,18 @@ async def test_async_client_bulk_create_is_all_or_nothing(tmp_path: Path) -> Non
         assert len(created) == 200
 
 
+async def test_a_mistake_late_in_a_large_bulk_create_stores_nothing(tmp_path: Path) -> None:
+    async with await AsyncClient.open(f"sqlite:///{tmp_path}/c.db") as client:
+        docs = [{**JOB, "name": f"j{i}"} for i in range(1500)]
+        with pytest.raises(ValidationError) as err:
+            await client.create_jobs([*docs[:1200], {**JOB, "name": "bad", "priority": 5000}])
+        assert err.value.field == "[1200].priority"
+        assert await client.list_jobs() == []
+        created = await client.create_jobs(docs)
+        assert [j.spec.name for j in created] == [d["name"] for d in docs]
+        assert await client.get_job("j1499") == created[-1]
+
+
 async def test_update_keeps_the_next_run_unless_the_schedule_changes(tmp_path: Path) -> None:
     clock = FakeClock(START)
     async with await AsyncClient.open(f"sqlite:///{tmp_path}/c.db", clock=clock) as client:

@@ -15,9 +15,11 @@ from tickwork.document import (
     DURATION_RULE,
     QUEUE_NAME_RULE,
     TAG_RULE,
+    BulkParser,
     job_document,
     parse_instant,
     parse_job_document,
+    parse_job_spec,
 )
 from tickwork.errors import ValidationError
 from tickwork.models import Delivery, JobSpec, Overlap, RetryPolicy, ScheduleSpec
@@ -319,6 +321,77 @@ def test_rejections_delegated_to_the_schedules_and_executors(document: object,
 def test_the_first_problem_in_document_order_is_raised(document: dict[str, Any],
                                                        field: str) -> None:
     assert rejection(document).field == field
+
+
+@pytest.mark.parametrize(("document", "field", "reason"),
+                         [r for r in REJECTIONS if isinstance(r[0], dict)])
+def test_rejections_are_the_same_after_valid_documents_were_remembered(
+        document: dict[str, Any], field: str, reason: str) -> None:
+    # The valid documents parsed first, so the fields a rejected one shares with them are
+    # remembered; a bulk parse then words the error exactly as a first parse does.
+    parser = BulkParser()
+    parser.spec(FULL)
+    parser.spec(BASE)
+    with pytest.raises(ValidationError) as info:
+        parser.spec(document)
+    assert (info.value.field, info.value.reason) == (field, reason)
+
+
+@pytest.mark.parametrize(("good", "bad", "field"), [
+    ({"schedule": {"every": 1}}, {"schedule": {"every": True}}, "schedule.every"),
+    ({"schedule": {"every": 60, "offset": 0}}, {"schedule": {"every": 60, "offset": False}},
+     "schedule.offset"),
+    ({"retry": {"max_attempts": 1}}, {"retry": {"max_attempts": True}}, "retry.max_attempts"),
+    ({"schedule": {"cron": "* * * * *"}}, {"schedule": {"cron": "* * * * *\x00"}},
+     "schedule.cron"),
+    ({"payload": {"url": "https://example.org", "body": {"1": "a"}}},
+     {"payload": {"url": "https://example.org", "body": {1: "a"}}}, "payload.body"),
+])
+def test_a_remembered_value_is_not_mistaken_for_an_equal_one_of_another_type(
+        good: dict[str, Any], bad: dict[str, Any], field: str) -> None:
+    parser = BulkParser()
+    parser.spec(doc(**good))
+    parse_job_document(doc(**good))
+    for parse in (parser.spec, parse_job_spec):
+        with pytest.raises(ValidationError) as info:
+            parse(doc(**bad))
+        assert info.value.field == field
+
+
+def test_a_remembered_payload_keeps_its_number_types() -> None:
+    one = parse_job_spec(doc(payload={"url": "https://example.org", "body": [1, 1.0, True]}))
+    again = parse_job_spec(doc(payload={"url": "https://example.org", "body": [1.0, True, 1]}))
+    assert [type(v) for v in one.payload["body"]] == [int, float, bool]
+    assert [type(v) for v in again.payload["body"]] == [float, bool, int]
+
+
+def test_a_bulk_parse_shares_equal_payloads_and_detaches_them_from_the_caller() -> None:
+    parser = BulkParser()
+    body = {"a": [1, 2]}
+    first = parser.spec(doc(payload={"url": "https://example.org", "body": body}))
+    second = parser.spec(doc(name="b", payload={"url": "https://example.org",
+                                                "body": {"a": [1, 2]}}))
+    other = parser.spec(doc(name="c", payload={"url": "https://example.org",
+                                               "body": {"a": [1, 2.0]}}))
+    assert first.payload is second.payload
+    assert other.payload is not first.payload
+    assert type(other.payload["body"]["a"][1]) is float
+    body["a"].append(3)
+    assert first.payload["body"] == {"a": [1, 2]}
+    # outside a bulk parse, every spec has a payload of its own
+    alone = [parse_job_spec(doc(payload={"url": "https://example.org"})) for _ in range(2)]
+    assert alone[0].payload == alone[1].payload
+    assert alone[0].payload is not alone[1].payload
+
+
+def test_a_bulk_parse_gives_what_a_single_parse_gives() -> None:
+    documents = [FULL, BASE, doc(schedule={"cron": "*/5 * * * * *"}, tags=["a", "b"]),
+                 doc(schedule={"every": "10s", "offset": 3}, retry={"max_attempts": 1}),
+                 doc(schedule={"at": "2030-01-01T00:00:00+01:00"}, kind="python",
+                     payload={"callable": "a.b:c", "kwargs": {"x": [1, None, "é"]}})]
+    parser = BulkParser()
+    for document in documents * 2:
+        assert parser.spec(document) == parse_job_document(document).spec
 
 
 # --- what parses ----------------------------------------------------------------------------

@@ -12,6 +12,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tickwork.client import AsyncClient, first_run
+from tickwork.clock import FakeClock
+from tickwork.document import parse_job_document
 from tickwork.drivers.base import (
     JobCreateManyParams,
     JobDueParams,
@@ -21,7 +24,7 @@ from tickwork.drivers.base import (
 from tickwork.drivers.postgres.enqueue import create_job_in
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
-from tickwork.errors import Conflict, StoreError, StoreUnavailable
+from tickwork.errors import Conflict, StoreError, StoreUnavailable, ValidationError
 from tickwork.models import OccurrenceState, Overlap
 from tickwork.testing import postgres as pg
 from tickwork.testing.factories import (
@@ -81,6 +84,29 @@ async def test_bulk_create_is_one_copy(store: PostgresStore) -> None:
     with pytest.raises(Conflict, match="bulk-00007"):
         await store.job_create_many(JobCreateManyParams(jobs=[
             create_params(job_spec("fresh")), create_params(job_spec("bulk-00007"))]))
+
+
+async def test_bulk_create_checks_each_document_while_it_copies(store: PostgresStore) -> None:
+    client = AsyncClient(store, clock=FakeClock(NOW))
+    schedules = [{"at": "2030-01-01T00:00:10Z"}, {"cron": "*/5 * * * * *"},
+                 {"every": "10s", "offset": 3}]
+    docs = [{**DOC, "name": f"doc-{i:04d}", "schedule": schedules[i % 3]} for i in range(1500)]
+    late_mistake = [*docs[:1200], {**docs[1200], "schedule": {"cron": "61 * * * *"}}]
+    with pytest.raises(ValidationError) as err:  # after two chunks were sent to the server
+        await client.create_jobs(late_mistake)
+    assert err.value.field == "[1200].schedule.cron"
+    with pytest.raises(Conflict, match="doc-0001"):  # twice in the batch, chunks apart
+        await client.create_jobs([*docs[:1200], docs[1]])
+    assert await store.job_list(JobListParams()) == []
+    created = await client.create_jobs(docs)
+    assert [j.spec.name for j in created] == [d["name"] for d in docs]
+    for job, doc in zip(created[:3], docs, strict=False):
+        spec = parse_job_document(doc).spec
+        assert (job.spec, job.next_run_at) == (spec, first_run(spec, NOW))
+        assert await store.job_get(job.id) == job
+    assert await store.job_get("doc-1499") == created[-1]
+    with pytest.raises(Conflict, match="doc-1499"):
+        await client.create_jobs([{**DOC, "name": "new"}, docs[-1]])
 
 
 async def test_transactional_enqueue_commits_with_the_transaction(

@@ -9,13 +9,27 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from tickwork.clock import Clock, SystemClock
-from tickwork.document import QUEUE_NAME, QUEUE_NAME_RULE, parse_job_document
+from tickwork.document import (
+    QUEUE_NAME,
+    QUEUE_NAME_RULE,
+    BulkParser,
+    compiled_schedule,
+    parse_job_document,
+)
 from tickwork.drivers import open_store
 from tickwork.drivers.admin import (
     AdminStore,
@@ -42,7 +56,15 @@ from tickwork.drivers.base import (
     Store,
 )
 from tickwork.errors import ValidationError
-from tickwork.models import Attempt, Job, JobSpec, Occurrence, OccurrenceState, Trigger
+from tickwork.models import (
+    Attempt,
+    Job,
+    JobSpec,
+    Occurrence,
+    OccurrenceState,
+    ScheduleSpec,
+    Trigger,
+)
 from tickwork.schedules import compile_schedule, preview
 
 T = TypeVar("T")
@@ -60,22 +82,42 @@ class Backfill:
 def first_run(spec: JobSpec, now: datetime) -> datetime | None:
     """When a new or changed job first runs: its ``at`` time (even if just past: the catch-up
     window decides), else its first fire time from now on."""
-    schedule = compile_schedule(spec.schedule)
+    schedule = compiled_schedule(spec.schedule)
     if spec.schedule.type == "at" and spec.schedule.at is not None:
         return schedule.first_at_or_after(spec.schedule.at)
     return schedule.first_at_or_after(now)
 
 
-def to_spec(job: JobInput, *, field_prefix: str = "") -> JobSpec:
-    if isinstance(job, JobSpec):
-        return job
-    try:
-        return parse_job_document(job).spec
-    except ValidationError as exc:
-        if not field_prefix:
-            raise
-        raise ValidationError(f"{field_prefix}{exc.field}" if exc.field else field_prefix,
-                              exc.reason) from exc
+def to_spec(job: JobInput) -> JobSpec:
+    return job if isinstance(job, JobSpec) else parse_job_document(job).spec
+
+
+def to_specs(jobs: Iterable[JobInput]) -> Iterator[JobSpec]:
+    """Each job's spec, as it is asked for; a problem is named with the job's index, as
+    ``[3].schedule.cron``."""
+    parser = BulkParser()
+    for index, job in enumerate(jobs):
+        if isinstance(job, JobSpec):
+            yield job
+            continue
+        try:
+            spec = parser.spec(job)
+        except ValidationError as exc:
+            prefix = f"[{index}]."
+            raise ValidationError(f"{prefix}{exc.field}" if exc.field else prefix,
+                                  exc.reason) from exc
+        yield spec
+
+
+def create_params(specs: Iterable[JobSpec], now: datetime) -> Iterator[JobCreateParams]:
+    """What the store creates for ``specs``: each job's first run is computed once per
+    distinct schedule object (parsing hands out one per distinct schedule document)."""
+    firsts: dict[int, tuple[ScheduleSpec, datetime | None]] = {}
+    for spec in specs:
+        known = firsts.get(id(spec.schedule))
+        if known is None:  # the tuple keeps the schedule alive, so no other takes its id
+            known = firsts[id(spec.schedule)] = (spec.schedule, first_run(spec, now))
+        yield JobCreateParams(spec=spec, next_run_at=known[1], now=now)
 
 
 class AsyncClient:
@@ -137,11 +179,14 @@ class AsyncClient:
         return created
 
     async def create_jobs(self, jobs: Iterable[JobInput]) -> list[Job]:
-        """Many jobs in one store transaction: all are created, or none (errors name the index)."""
-        specs = [to_spec(j, field_prefix=f"[{i}].") for i, j in enumerate(jobs)]
+        """Many jobs in one store transaction: all are created, or none (errors name the index).
+
+        Each document is validated as the store takes it, so the store writes the first jobs
+        while later documents are still being checked; an invalid one rolls back them all.
+        """
         now = self.clock.now()
-        params = [JobCreateParams(spec=s, next_run_at=first_run(s, now), now=now) for s in specs]
-        created = await self.store.job_create_many(JobCreateManyParams(jobs=params))
+        created = await self.store.job_create_many(
+            JobCreateManyParams(jobs=create_params(to_specs(jobs), now)))
         self._changed()
         return created
 

@@ -6,7 +6,7 @@ the store never reads a clock of its own. Every driver passes ``tickwork.testing
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -36,7 +36,12 @@ class JobCreateParams:
 
 @dataclass(frozen=True, slots=True)
 class JobCreateManyParams:
-    jobs: Sequence[JobCreateParams]
+    """``jobs`` is read once, in order, and may be produced as it is read (bulk creation
+    validates documents while the store writes the ones before). A driver may start writing
+    before it has them all: an exception raised while producing them rolls back the whole
+    batch and reaches the caller as it is."""
+
+    jobs: Iterable[JobCreateParams]
 
 
 @dataclass(frozen=True, slots=True)

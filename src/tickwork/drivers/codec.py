@@ -1,53 +1,149 @@
 """Stored form of a JobSpec: JSON, written after validation and read back without it.
 
 The store trusts what it wrote; validation of user input happens once, in ``document.py``.
+``spec_to_json`` writes exactly what ``json.dumps(d, separators=(",", ":"))`` writes for the spec
+as a dict, assembled from pieces: a bulk creation writes thousands of specs that differ in a
+few values, so what they share is not encoded again for each (``specs_to_json``).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
+from collections.abc import Iterable, Iterator
 from datetime import datetime
+from json.encoder import (  # type: ignore[attr-defined]  # c_make_encoder: not in the stubs
+    c_make_encoder,
+    encode_basestring_ascii,
+)
 from typing import Any
 
 from tickwork.models import Delivery, JobSpec, Overlap, RetryPolicy, ScheduleSpec
+
+_JSON = json.JSONEncoder(separators=(",", ":"))  # what json.dumps(..., separators=...) uses
+# The same encoder made once, without the check for a value that contains itself (which costs
+# a dict of ids per call); such a value overflows the stack, and is then encoded by _JSON.
+_ENCODE = None if c_make_encoder is None else c_make_encoder(
+    None, _JSON.default, encode_basestring_ascii, None, ":", ",", False, False, True)
+_MEMO_SIZE = 4096
 
 
 def _instant(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
+def _text(value: object) -> str:
+    if type(value) is str:
+        return encode_basestring_ascii(value)
+    return "null" if value is None else _JSON.encode(value)
+
+
+def _number(value: object) -> str:
+    if type(value) is float and math.isfinite(value):
+        return float.__repr__(value)
+    if type(value) is int:
+        return int.__repr__(value)
+    if value is None:
+        return "null"
+    return _JSON.encode(value)  # a bool, NaN, a subclass: as json writes them
+
+
+def _bool(value: object) -> str:
+    return "true" if value is True else "false" if value is False else _JSON.encode(value)
+
+
+def _instant_text(value: datetime | None) -> str:
+    return "null" if value is None else f'"{value.isoformat()}"'
+
+
 def spec_to_json(spec: JobSpec) -> str:
-    s = spec.schedule
-    return json.dumps({
-        "name": spec.name,
-        "schedule": {
-            "type": s.type,
-            "at": s.at.isoformat() if s.at else None,
-            "cron": s.cron,
-            "timezone": s.timezone,
-            "every_seconds": s.every_seconds,
-            "offset_seconds": s.offset_seconds,
-            "start_at": s.start_at.isoformat() if s.start_at else None,
-            "end_at": s.end_at.isoformat() if s.end_at else None,
-            "jitter_seconds": s.jitter_seconds,
-        },
-        "kind": spec.kind,
-        "payload": spec.payload,
-        "queue": spec.queue,
-        "priority": spec.priority,
-        "retry": {
-            "max_attempts": spec.retry.max_attempts,
-            "backoff_base_seconds": spec.retry.backoff_base_seconds,
-            "backoff_max_seconds": spec.retry.backoff_max_seconds,
-            "jitter": spec.retry.jitter,
-        },
-        "timeout_seconds": spec.timeout_seconds,
-        "overlap": spec.overlap.value,
-        "catchup_window_seconds": spec.catchup_window_seconds,
-        "paused": spec.paused,
-        "tags": list(spec.tags),
-        "delivery": spec.delivery.value,
-    }, separators=(",", ":"))
+    return _spec_json(spec, _schedule_json(spec.schedule), _payload_json(spec.payload))
+
+
+def specs_to_json(specs: Iterable[JobSpec]) -> Iterator[str]:
+    """``spec_to_json`` of each spec. A schedule or payload object that several specs share
+    (bulk creation parses each distinct one once) is encoded once."""
+    schedules: dict[int, tuple[ScheduleSpec, str]] = {}
+    payloads: dict[int, tuple[dict[str, Any], str]] = {}
+    for spec in specs:
+        schedule = schedules.get(id(spec.schedule))
+        if schedule is None:  # the memo keeps the object alive: no other takes its id
+            schedule = schedules[id(spec.schedule)] = (
+                spec.schedule, _schedule_json(spec.schedule))
+        payload = payloads.get(id(spec.payload))
+        if payload is None:
+            payload = payloads[id(spec.payload)] = (spec.payload, _payload_json(spec.payload))
+        yield _spec_json(spec, schedule[1], payload[1])
+
+
+def _spec_json(spec: JobSpec, schedule: str, payload: str) -> str:
+    return (f'{{"name":{_text(spec.name)},"schedule":{schedule},"kind":{_text(spec.kind)},'
+            f'"payload":{payload},{_tail_json(spec)}')
+
+
+def _schedule_json(s: ScheduleSpec) -> str:
+    return (f'{{"type":{_text(s.type)},"at":{_instant_text(s.at)},"cron":{_text(s.cron)},'
+            f'"timezone":{_text(s.timezone)},"every_seconds":{_number(s.every_seconds)},'
+            f'"offset_seconds":{_number(s.offset_seconds)},'
+            f'"start_at":{_instant_text(s.start_at)},"end_at":{_instant_text(s.end_at)},'
+            f'"jitter_seconds":{_number(s.jitter_seconds)}}}')
+
+
+def _payload_json(payload: dict[str, Any]) -> str:
+    if _ENCODE is None:
+        return _JSON.encode(payload)
+    try:
+        return "".join(_ENCODE(payload, 0))
+    except RecursionError:  # a payload that contains itself: json's own error says so
+        return _JSON.encode(payload)
+
+
+# The types parsing gives the fields after the payload (tags: strings). Equal keys of other
+# types (1, 1.0 and true; 0.0 and -0.0) would be written differently, so only these are
+# remembered by value.
+_TAIL_TYPES = (str, int, int, float, float, str, float, Overlap, float, bool, tuple, Delivery)
+_TAILS: dict[tuple[object, ...], str] = {}
+
+
+def _tail_json(spec: JobSpec) -> str:
+    r = spec.retry
+    key = (spec.queue, spec.priority, r.max_attempts, r.backoff_base_seconds,
+           r.backoff_max_seconds, r.jitter, spec.timeout_seconds, spec.overlap,
+           spec.catchup_window_seconds, spec.paused, spec.tags, spec.delivery)
+    exact = (tuple(map(type, key)) == _TAIL_TYPES
+             and all((r.backoff_base_seconds, r.backoff_max_seconds, spec.timeout_seconds,
+                      spec.catchup_window_seconds))
+             and (not spec.tags or all(type(tag) is str for tag in spec.tags)))
+    known = _TAILS.get(key) if exact else None
+    if known is not None:
+        return known
+    text = (f'"queue":{_text(spec.queue)},"priority":{_number(spec.priority)},'
+            f'"retry":{{"max_attempts":{_number(r.max_attempts)},'
+            f'"backoff_base_seconds":{_number(r.backoff_base_seconds)},'
+            f'"backoff_max_seconds":{_number(r.backoff_max_seconds)},"jitter":{_text(r.jitter)}}},'
+            f'"timeout_seconds":{_number(spec.timeout_seconds)},'
+            f'"overlap":{_text(spec.overlap.value)},'
+            f'"catchup_window_seconds":{_number(spec.catchup_window_seconds)},'
+            f'"paused":{_bool(spec.paused)},'
+            f'"tags":{_JSON.encode(list(spec.tags)) if spec.tags else "[]"},'
+            f'"delivery":{_text(spec.delivery.value)}}}')
+    if exact:
+        if len(_TAILS) >= _MEMO_SIZE:
+            _TAILS.clear()
+        _TAILS[key] = text
+    return text
+
+
+def new_job_ids(count: int) -> list[str]:
+    """``count`` ids as ``uuid.uuid4().hex`` makes them (random version 4 UUIDs, 32 hex digits),
+    from one read of ``os.urandom`` instead of one each."""
+    raw = bytearray(os.urandom(16 * count))
+    for i in range(6, 16 * count, 16):
+        raw[i] = raw[i] & 0x0F | 0x40  # version 4
+        raw[i + 2] = raw[i + 2] & 0x3F | 0x80  # the RFC 4122 variant
+    text = raw.hex()
+    return [text[i:i + 32] for i in range(0, 32 * count, 32)]
 
 
 def spec_from_json(text: str) -> JobSpec:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
@@ -10,6 +11,7 @@ from tickwork.drivers.base import (
     JobAdvance,
     JobAdvanceManyParams,
     JobCreateManyParams,
+    JobCreateParams,
     JobDeleteParams,
     JobDueParams,
     JobListParams,
@@ -127,6 +129,31 @@ class JobConformance:
 
         async def test_job_create_many_empty(self, store: Store) -> None:
             assert await store.job_create_many(JobCreateManyParams(jobs=[])) == []
+            assert await store.job_create_many(JobCreateManyParams(jobs=iter([]))) == []
+
+        async def test_job_create_many_takes_jobs_as_they_are_produced(
+            self, store: Store
+        ) -> None:
+            names = [f"made-{i:04d}" for i in range(2500)]
+            jobs = await store.job_create_many(JobCreateManyParams(
+                jobs=(create_params(job_spec(n)) for n in names)))
+            assert [j.spec.name for j in jobs] == names
+            assert await store.job_get("made-2499") == jobs[-1]
+
+        async def test_job_create_many_error_while_producing_stores_nothing(
+            self, store: Store
+        ) -> None:
+            def produce() -> Iterator[JobCreateParams]:
+                for i in range(2500):  # more than a driver takes at once: some are written
+                    yield create_params(job_spec(f"made-{i:04d}"))
+                raise ValueError("the 2501st document is bad")
+
+            with pytest.raises(ValueError, match="2501st"):
+                await store.job_create_many(JobCreateManyParams(jobs=produce()))
+            assert await _names(store) == []
+            # and the store is usable again
+            assert len(await store.job_create_many(JobCreateManyParams(
+                jobs=[create_params(job_spec("after"))]))) == 1
 
         async def test_job_create_many_duplicate_in_batch_stores_nothing(
             self, store: Store

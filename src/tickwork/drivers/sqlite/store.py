@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
@@ -16,7 +15,7 @@ from datetime import datetime
 
 from tickwork.drivers import base as b
 from tickwork.drivers.claiming import Candidate, plan_claims
-from tickwork.drivers.codec import spec_to_json
+from tickwork.drivers.codec import new_job_ids, spec_to_json, specs_to_json
 from tickwork.drivers.rows import SpecCache
 from tickwork.drivers.sqlfiles import load_migrations, load_queries, split_statements
 from tickwork.drivers.sqlite.connection import Connection, path_from_url, write_transaction
@@ -85,26 +84,38 @@ class SqliteStore(SqliteKeyMethods):
         return (await self.job_create_many(b.JobCreateManyParams(jobs=[p])))[0]
 
     async def job_create_many(self, p: b.JobCreateManyParams) -> list[Job]:
-        def run(conn: sqlite3.Connection) -> list[Job]:
-            rows = []
-            for item in p.jobs:
-                job_id = item.id or uuid.uuid4().hex
-                now = to_us(item.now)
-                rows.append((
-                    job_id, item.spec.name, item.spec.queue, item.spec.priority, item.spec.kind,
-                    item.spec.overlap.value, spec_to_json(item.spec), json.dumps(item.spec.tags),
-                    int(item.spec.paused), to_us_or_none(item.next_run_at), now, now,
-                ))
+        """One ``executemany``; the jobs returned are the ones built here, as they read back
+        (instants in UTC), not read back row by row. Rows are encoded before the write lock."""
+        items = list(p.jobs)  # all of them (and any error producing them) before the lock
+        if not items:
+            return []
+        jobs: list[Job] = []
+        rows: list[tuple[object, ...]] = []
+        instants: dict[datetime, tuple[datetime, int]] = {}
+        specs = specs_to_json(item.spec for item in items)
+        for item, new_id, spec in zip(items, new_job_ids(len(items)), specs, strict=True):
+            s = item.spec
+            now, now_us = _stored(instants, item.now)
+            next_run, next_us = (None, None) if item.next_run_at is None else _stored(
+                instants, item.next_run_at)
+            job = Job(id=item.id or new_id, spec=s, next_run_at=next_run, created_at=now,
+                      updated_at=now)
+            jobs.append(job)
+            rows.append((job.id, s.name, s.queue, s.priority, s.kind, s.overlap.value,
+                         spec, json.dumps(s.tags) if s.tags else "[]", int(s.paused),
+                         next_us, now_us, now_us))
+
+        def run(conn: sqlite3.Connection) -> None:
             try:
                 with write_transaction(conn):
                     conn.executemany(Q["job_insert"], rows)
             except sqlite3.IntegrityError as exc:
                 # Named after the rollback: inside the transaction, the batch's own rows count
                 # as taken and the error would name the wrong job.
-                raise _name_conflict(conn, [item.spec.name for item in p.jobs]) from exc
-            return [self._job_row(conn, r[0]) for r in rows]
+                raise _name_conflict(conn, [item.spec.name for item in items]) from exc
 
-        return await self._conn.run(run)
+        await self._conn.run(run)
+        return jobs
 
     async def job_get(self, ref: str) -> Job:
         def run(conn: sqlite3.Connection) -> Job:
@@ -478,6 +489,17 @@ def _claimed(occ: Occurrence, lease_until: int, worker: str, now: int) -> Occurr
 
 def _with_paused(spec: JobSpec, paused: bool) -> JobSpec:
     return replace(spec, paused=paused)
+
+
+def _stored(seen: dict[datetime, tuple[datetime, int]],
+            instant: datetime) -> tuple[datetime, int]:
+    """``instant`` as read back (UTC, microseconds) and as stored; a batch shares a few (and
+    equal instants in other offsets read back the same)."""
+    known = seen.get(instant)
+    if known is None:
+        stored = to_us(instant)
+        known = seen[instant] = (from_us(stored), stored)
+    return known
 
 
 def _name_conflict(conn: sqlite3.Connection, names: list[str]) -> Conflict:

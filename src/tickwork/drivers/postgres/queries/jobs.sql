@@ -1,6 +1,6 @@
 -- name: job_copy
 COPY jobs (id, name, queue, priority, kind, overlap, timeout_seconds, spec, tags, paused,
-           next_run_at, shard, created_at, updated_at) FROM STDIN
+           next_run_at, shard, created_at, updated_at) FROM STDIN (FORMAT BINARY)
 
 -- name: job_insert
 INSERT INTO jobs (id, name, queue, priority, kind, overlap, timeout_seconds, spec, tags, paused,

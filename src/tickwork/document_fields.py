@@ -1,0 +1,492 @@
+"""The job document's fields, one parser each (``tickwork.document`` puts them together).
+
+A parser takes the raw value and its field path (``schedule.every``, ``tags[2]``) and returns
+the parsed value or raises ``ValidationError(field, reason)``. The common shapes take a short
+path: a name is checked with one regex, and a schedule, retry or payload object seen before
+(the same items, of the same types: ``memo_key``) is parsed once, so a bulk creation that
+repeats a few schedules and payloads pays for each only once. Only what parsed without error
+is remembered, so every error is still found and worded as on the long path.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import marshal
+import math
+import re
+import unicodedata
+from collections.abc import Callable, Collection, Iterable, Mapping
+from datetime import UTC, datetime
+from functools import lru_cache
+from json.encoder import (  # type: ignore[attr-defined]  # c_make_encoder: not in the stubs
+    c_make_encoder,
+    encode_basestring,
+)
+from typing import Any, Literal, TypeVar
+
+from tickwork.errors import ValidationError
+from tickwork.models import KINDS, Delivery, Overlap, RetryPolicy, ScheduleSpec, rfc3339
+from tickwork.schedules import Schedule, compile_schedule, load_zone, parse_duration
+
+NAME_MAX_CHARS = 200
+NAME_FORBIDDEN = frozenset("<>\"'&/\\`")
+PAYLOAD_MAX_BYTES = 64 * 1024
+TAGS_MAX = 20
+PRIORITY_RANGE = (-1000, 1000)
+MAX_ATTEMPTS_RANGE = (1, 100)
+TIMEOUT_MAX_SECONDS = 86400.0
+JITTER_MAX_SECONDS = 3600.0
+EVERY_MIN_SECONDS = 1.0
+MAX_DEPTH = 64
+MEMO_SIZE = 4096  # distinct schedules, retry policies and payloads remembered (then forgotten)
+MEMO_PAYLOAD_CHARS = 4096  # larger payloads are checked each time rather than kept
+
+QUEUE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+QUEUE_NAME_RULE = "must be 1 to 64 letters, digits, '_', '.' or '-'"
+TAG = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+TAG_RULE = "must be 1 to 64 letters, digits, '_', '.', ':' or '-'"
+INSTANT_EXAMPLE = "2030-01-01T09:00:00Z"
+DURATION_RULE = "must be a number of seconds or a duration such as '30s', '15m', '1h' or '1d'"
+
+ScheduleType = Literal["at", "cron", "every"]
+SCHEDULE_TYPES: tuple[ScheduleType, ...] = ("at", "cron", "every")
+SCHEDULE_FIELDS = (*SCHEDULE_TYPES, "timezone", "offset", "start_at", "end_at", "jitter_seconds")
+SCHEDULE_ONLY_FOR = {"timezone": "cron", "offset": "every"}
+_SPEC_NAMES = {"every": "every_seconds", "offset": "offset_seconds"}  # document -> ScheduleSpec
+JITTER_MODES = ("full", "equal", "none")
+OVERLAPS = tuple(overlap.value for overlap in Overlap)
+DELIVERIES = tuple(delivery.value for delivery in Delivery)
+
+_RFC3339 = re.compile(r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})?")
+# Anything a name may not hold: control characters (Unicode category Cc is exactly these two
+# ranges) and NAME_FORBIDDEN. A name without any takes no other character checks.
+_NAME_SUSPECT = re.compile(r"[\x00-\x1f\x7f-\x9f<>\"'&/\\`]")
+# The payload as JSON: compact, UTF-8 (its size is counted in bytes), NaN and Infinity refused.
+_PAYLOAD_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+# The same encoder made once, without the check for a value that contains itself (a dict of
+# ids per call): the document's nesting is bounded (check_strings) before its payload is encoded.
+_PAYLOAD_ENCODE = None if c_make_encoder is None else c_make_encoder(
+    None, _PAYLOAD_JSON.default, encode_basestring, None, ":", ",", False, False, False)
+_SCALARS = (int, float, bool)
+
+_Parser = Callable[[object, str], Any]
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _encode_payload(payload: Mapping[str, Any]) -> str:
+    if _PAYLOAD_ENCODE is None:
+        return _PAYLOAD_JSON.encode(payload)
+    try:
+        return "".join(_PAYLOAD_ENCODE(payload, 0))
+    except RecursionError:  # not reached after check_strings; json's own error if it were
+        return _PAYLOAD_JSON.encode(payload)
+
+
+def remember(memo: dict[K, V], key: K, value: V) -> V:
+    """``memo[key] = value``, forgetting everything first once it holds MEMO_SIZE entries."""
+    if len(memo) >= MEMO_SIZE:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
+@lru_cache(maxsize=MEMO_SIZE)
+def compiled_schedule(spec: ScheduleSpec) -> Schedule:
+    """``compile_schedule``, once per distinct schedule: compiled schedules are immutable, and
+    equal specs (equal instants, whatever their UTC offset) compile to the same fire times."""
+    return compile_schedule(spec)
+
+
+def parse_instant(value: object, field: str) -> datetime:
+    """An RFC 3339 timestamp with ``Z`` or an offset (or an aware datetime), as aware UTC."""
+    if isinstance(value, datetime):
+        if value.utcoffset() is None:
+            raise ValidationError(field, f"must include a UTC offset, e.g. {INSTANT_EXAMPLE}")
+        return value.astimezone(UTC)
+    match = _RFC3339.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise ValidationError(
+            field, f"must be an RFC 3339 timestamp such as {INSTANT_EXAMPLE} ({got(value)})")
+    date, time, fraction, offset = match.groups()
+    if offset is None:
+        raise ValidationError(field, f"must include a UTC offset, e.g. {INSTANT_EXAMPLE}")
+    offset = "+00:00" if offset in ("Z", "z") else offset
+    try:
+        # fromisoformat takes at most 6 fraction digits; RFC 3339 allows more, so cut them.
+        parsed = datetime.fromisoformat(f"{date}T{time}{(fraction or '')[:7]}{offset}")
+        return parsed.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise ValidationError(field, f"is not a valid date and time ({got(value)})") from None
+
+
+# --- top-level fields -----------------------------------------------------------------------
+
+
+def name(value: object, field: str) -> str:
+    text = string(value, field)
+    if (0 < len(text) <= NAME_MAX_CHARS and _NAME_SUSPECT.search(text) is None
+            and text == text.strip()):
+        return text
+    if not text:
+        raise ValidationError(field, "must not be empty")
+    if len(text) > NAME_MAX_CHARS:
+        reason = f"must be at most {NAME_MAX_CHARS} characters (got {len(text)})"
+        raise ValidationError(field, reason)
+    if any(unicodedata.category(char) == "Cc" for char in text):
+        raise ValidationError(field, "must not contain control characters")
+    if text != text.strip():
+        raise ValidationError(field, "must not start or end with whitespace")
+    forbidden = sorted({char for char in text if char in NAME_FORBIDDEN})
+    if forbidden:
+        # Markup and path characters: a name is shown in pages and used in API paths.
+        raise ValidationError(field, f"must not contain {' '.join(forbidden)} "
+                              f"(not allowed: {' '.join(sorted(NAME_FORBIDDEN))})")
+    return text
+
+
+def queue(value: object, field: str) -> str:
+    text = string(value, field)
+    if not QUEUE_NAME.fullmatch(text):
+        raise ValidationError(field, f"{QUEUE_NAME_RULE} ({got(text)})")
+    return text
+
+
+_PAYLOAD_TEXTS: dict[bytes, str] = {}
+
+
+def payload_json(value: object, field: str) -> str:
+    """The payload as compact JSON text: what its kind's executor then checks (``document``)
+    and the one encoding that proves it holds only JSON values and measures its size."""
+    key = memo_key(value)
+    known = _PAYLOAD_TEXTS.get(key) if key is not None else None
+    if known is not None:
+        return known
+    check_plain(value, field)
+    payload = mapping(value, field)
+    try:
+        text = _encode_payload(payload)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(field, f"must contain only JSON values ({exc})") from None
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    if size > PAYLOAD_MAX_BYTES:
+        raise ValidationError(field, f"is {size} bytes as JSON; the limit is {PAYLOAD_MAX_BYTES}")
+    if key is not None and len(text) <= MEMO_PAYLOAD_CHARS:
+        remember(_PAYLOAD_TEXTS, key, text)
+    return text
+
+
+_RETRIES: dict[bytes, RetryPolicy] = {}
+
+
+def retry(value: object, field: str) -> RetryPolicy:
+    key = memo_key(value)
+    known = _RETRIES.get(key) if key is not None else None
+    if known is not None:
+        return known
+    check_plain(value, field)
+    obj = mapping(value, field)
+    given = fields(obj, field, _RETRY_PARSERS)
+    policy = RetryPolicy(**given)
+    if policy.backoff_max_seconds < policy.backoff_base_seconds:
+        base, most = policy.backoff_base_seconds, policy.backoff_max_seconds
+        if "backoff_max_seconds" in given:
+            raise ValidationError(
+                f"{field}.backoff_max_seconds",
+                f"must be at least backoff_base_seconds ({fmt(base)}) (got {fmt(most)})",
+            )
+        raise ValidationError(
+            f"{field}.backoff_base_seconds",
+            f"must be at most backoff_max_seconds ({fmt(most)}) (got {fmt(base)})",
+        )
+    return policy if key is None else remember(_RETRIES, key, policy)
+
+
+def paused(value: object, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValidationError(field, f"must be true or false ({got(value)})")
+    return value
+
+
+def tags(value: object, field: str) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple):
+        raise ValidationError(field, f"must be an array of strings ({got(value)})")
+    if len(value) > TAGS_MAX:
+        raise ValidationError(field, f"must have at most {TAGS_MAX} tags (got {len(value)})")
+    found: list[str] = []
+    for index, item in enumerate(value):
+        path = f"{field}[{index}]"
+        tag = string(item, path)
+        if not TAG.fullmatch(tag):
+            raise ValidationError(path, f"{TAG_RULE} ({got(tag)})")
+        if tag in found:
+            raise ValidationError(path, f"duplicate tag {tag!r}")
+        found.append(tag)
+    return tuple(found)
+
+
+# --- schedule -------------------------------------------------------------------------------
+
+_SCHEDULES: dict[bytes, ScheduleSpec] = {}
+
+
+def schedule(value: object, field: str) -> ScheduleSpec:
+    key = memo_key(value)
+    known = _SCHEDULES.get(key) if key is not None else None
+    if known is not None:
+        return known
+    check_plain(value, field)
+    obj = mapping(value, field)
+    if len(obj) == 1 and "at" in obj:  # the usual one-off: what the loops below come to
+        spec = ScheduleSpec(type="at", at=parse_instant(obj["at"], f"{field}.at"))
+        compiled_schedule(spec)
+        return spec if key is None else remember(_SCHEDULES, key, spec)
+    for item in obj:
+        if item not in SCHEDULE_FIELDS:
+            raise unknown(item, SCHEDULE_FIELDS, field)
+    types = [item for item in SCHEDULE_TYPES if item in obj]
+    if not types:
+        raise ValidationError(field, "must have one of 'at', 'cron' or 'every'")
+    if len(types) > 1:
+        raise ValidationError(field, f"has both {types[0]!r} and {types[1]!r}; use exactly one")
+    kind = types[0]
+    for item, only in SCHEDULE_ONLY_FOR.items():
+        if item in obj and kind != only:
+            raise ValidationError(f"{field}.{item}", f"only applies to {only!r} schedules")
+    given = fields(obj, field, _SCHEDULE_PARSERS)
+    start, end = given.get("start_at"), given.get("end_at")
+    if start is not None and end is not None and end <= start:
+        raise ValidationError(f"{field}.end_at", f"must be after start_at ({rfc3339(start)})")
+    spec = ScheduleSpec(type=kind, **{_SPEC_NAMES.get(k, k): v for k, v in given.items()})
+    compiled_schedule(spec)  # the cron syntax and whatever else the schedule module checks
+    return spec if key is None else remember(_SCHEDULES, key, spec)
+
+
+def cron(value: object, field: str) -> str:
+    expression = string(value, field)
+    if not expression.strip():
+        raise ValidationError(field, "must not be empty")
+    return expression
+
+
+def timezone(value: object, field: str) -> str:
+    zone = string(value, field)
+    load_zone(zone, field)  # an IANA name; the schedule module owns that rule
+    return zone
+
+
+def every(value: object, field: str) -> float:
+    interval = seconds(value, field)
+    if interval < EVERY_MIN_SECONDS:
+        raise ValidationError(field, "must be at least 1s")
+    return interval
+
+
+# --- shared checks --------------------------------------------------------------------------
+
+
+def memo_key(value: object) -> bytes | None:
+    """An exact key under which to remember what ``value`` parsed to, or None.
+
+    ``marshal`` writes the type of every item (``1``, ``1.0`` and ``true`` differ, and so do
+    ``0.0`` and ``-0.0``) and refuses subclasses and other objects, so two values with the same
+    key are equal, of the same types, throughout: they parse the same, and pass the same string
+    checks. Only what parsed without error is remembered.
+    """
+    try:
+        return marshal.dumps(value)  # type: ignore[arg-type]  # any object; it refuses some
+    except ValueError:  # an object marshal does not write: parsed the long way
+        return None
+
+
+def check_plain(value: object, field: str) -> None:
+    """``check_strings`` for a field, walking the usual shapes the short way first."""
+    if not is_plain(value):
+        check_strings(value, field, 0)
+
+
+def fields(obj: Mapping[str, Any], field: str, parsers: Mapping[str, _Parser]) -> dict[str, Any]:
+    """Parse each key of a nested object in document order; unknown keys are errors."""
+    out: dict[str, Any] = {}
+    for key, raw in obj.items():
+        parser = parsers.get(key)
+        if parser is None:
+            raise unknown(key, parsers, field)
+        out[key] = parser(raw, f"{field}.{key}")
+    return out
+
+
+def unknown(key: object, known: Iterable[str], parent: str) -> ValidationError:
+    text = str(key)
+    close = difflib.get_close_matches(text, list(known), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return ValidationError(parent, f"unknown field {text!r}{hint}")
+
+
+def is_plain(value: object, depth: int = 0) -> bool:
+    """True when ``check_strings`` would accept ``value``: the usual dicts, lists and scalars,
+    walked without building a path for every item. False means "let check_strings decide"."""
+    if type(value) is str:
+        return "\x00" not in value and depth <= MAX_DEPTH
+    children: Collection[object] | None
+    if type(value) is dict:
+        children = value.values() if _plain_keys(value) else None
+    elif type(value) is list:
+        children = value
+    else:
+        return depth <= MAX_DEPTH and (value is None or type(value) in _SCALARS)
+    if children is None or depth > MAX_DEPTH or (depth == MAX_DEPTH and children):
+        return False
+    for child in children:
+        if not ("\x00" not in child if type(child) is str else is_plain(child, depth + 1)):
+            return False
+    return True
+
+
+def _plain_keys(obj: dict[Any, Any]) -> bool:
+    try:
+        return "\x00" not in "".join(obj)
+    except TypeError:  # a key that is not a string
+        return False
+
+
+def check_strings(value: object, field: str, depth: int) -> None:
+    """No NUL in any string or key, keys are strings, nesting is bounded."""
+    if depth > MAX_DEPTH:
+        raise ValidationError(field, f"is nested more than {MAX_DEPTH} levels deep")
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValidationError(field, "must not contain NUL characters")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError(field, f"object keys must be strings ({got(key)})")
+            if "\x00" in key:
+                raise ValidationError(field, "object keys must not contain NUL characters")
+            check_strings(item, f"{field}.{key}", depth + 1)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            check_strings(item, f"{field}[{index}]", depth + 1)
+
+
+def mapping(value: object, field: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValidationError(field, f"must be an object ({got(value)})")
+    return value
+
+
+def string(value: object, field: str) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a string ({got(value)})")
+    return value
+
+
+def integer(value: object, field: str, low: int, high: int) -> int:
+    """An int (or a float with no fraction, as JSON allows); never a bool or a string."""
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    if number is None or not low <= number <= high:
+        raise ValidationError(field, f"must be an integer from {low} to {high} ({got(value)})")
+    return number
+
+
+def seconds(value: object, field: str) -> float:
+    """A number of seconds, or a duration string in the forms parse_duration reads."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValidationError(field, f"{DURATION_RULE} ({got(value)})")
+    if isinstance(value, str):
+        amount = parse_duration(value, field)
+    else:
+        amount = float(value) if abs(value) < 1e300 else math.inf  # a huge int would overflow
+    if not math.isfinite(amount):
+        raise ValidationError(field, f"must be a finite number ({got(value)})")
+    return amount
+
+
+def bounded_seconds(*, zero_ok: bool, most: float | None = None) -> _Parser:
+    """A parser of seconds that must be > 0 (or >= 0 with ``zero_ok``) and at most ``most``."""
+
+    def parse(value: object, field: str) -> float:
+        amount = seconds(value, field)
+        if amount < 0 or (amount == 0 and not zero_ok):
+            bound = "at least 0" if zero_ok else "greater than 0"
+            raise ValidationError(field, f"must be {bound} (got {fmt(amount)})")
+        if most is not None and amount > most:
+            reason = f"must be at most {fmt(most)} seconds (got {fmt(amount)})"
+            raise ValidationError(field, reason)
+        return amount
+
+    return parse
+
+
+def choice(value: object, field: str, choices: tuple[str, ...]) -> str:
+    if isinstance(value, str) and value in choices:
+        return value
+    hint = ""
+    if isinstance(value, str):
+        close = difflib.get_close_matches(value, choices, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ValidationError(field, f"must be one of {', '.join(choices)} ({got(value)}{hint})")
+
+
+def got(value: object) -> str:
+    """``got 'text'``, ``got 3.5``, ``got true``, ``got null``, ``got an array``."""
+    if isinstance(value, str):
+        return f"got {value if len(value) <= 40 else value[:37] + '...'!r}"
+    if isinstance(value, bool | int | float) or value is None:
+        shown = json.dumps(value)  # true, null, 1.5; a huge integer is cut short
+        return f"got {shown if len(shown) <= 40 else shown[:37] + '...'}"
+    if isinstance(value, Mapping):
+        return "got an object"
+    if isinstance(value, list | tuple):
+        return "got an array"
+    return f"got a {type(value).__name__}"
+
+
+def fmt(amount: float) -> str:
+    """634.0 -> '634', 1.25 -> '1.25'."""
+    if float(amount).is_integer():
+        return str(int(amount))
+    return f"{amount:.3f}".rstrip("0").rstrip(".")
+
+
+FIELD_PARSERS: dict[str, _Parser] = {
+    "name": name,
+    "queue": queue,
+    "priority": lambda value, field: integer(value, field, *PRIORITY_RANGE),
+    "schedule": schedule,
+    "kind": lambda value, field: choice(value, field, KINDS),
+    "payload": payload_json,
+    "retry": retry,
+    "timeout_seconds": bounded_seconds(zero_ok=False, most=TIMEOUT_MAX_SECONDS),
+    "overlap": lambda value, field: Overlap(choice(value, field, OVERLAPS)),
+    "catchup_window_seconds": bounded_seconds(zero_ok=True),
+    "paused": paused,
+    "tags": tags,
+    "delivery": lambda value, field: Delivery(choice(value, field, DELIVERIES)),
+}
+
+_RETRY_PARSERS: dict[str, _Parser] = {
+    "max_attempts": lambda value, field: integer(value, field, *MAX_ATTEMPTS_RANGE),
+    "backoff_base_seconds": bounded_seconds(zero_ok=False),
+    "backoff_max_seconds": bounded_seconds(zero_ok=False),
+    "jitter": lambda value, field: choice(value, field, JITTER_MODES),
+}
+
+_SCHEDULE_PARSERS: dict[str, _Parser] = {
+    "at": parse_instant,
+    "cron": cron,
+    "timezone": timezone,
+    "every": every,
+    "offset": bounded_seconds(zero_ok=True),
+    "start_at": lambda value, field: None if value is None else parse_instant(value, field),
+    "end_at": lambda value, field: None if value is None else parse_instant(value, field),
+    "jitter_seconds": bounded_seconds(zero_ok=True, most=JITTER_MAX_SECONDS),
+}
+FIELDS = tuple(FIELD_PARSERS)  # the top-level fields, in the order job_document writes them
+# The parsers that run check_strings themselves, when what they parse is not one they remember.
+SELF_CHECKED = frozenset({"schedule", "payload", "retry"})
