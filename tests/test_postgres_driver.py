@@ -4,6 +4,7 @@ creation, transactional enqueue, concurrent claims of overlap jobs, errors, wake
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -14,6 +15,7 @@ import pytest
 
 from tickwork.client import AsyncClient, first_run
 from tickwork.clock import FakeClock
+from tickwork.config import Settings
 from tickwork.document import parse_job_document
 from tickwork.drivers.base import (
     JobCreateManyParams,
@@ -26,6 +28,7 @@ from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import Conflict, StoreError, StoreUnavailable, ValidationError
 from tickwork.models import OccurrenceState, Overlap
+from tickwork.service import Service
 from tickwork.testing import postgres as pg
 from tickwork.testing.factories import (
     NOW,
@@ -199,3 +202,15 @@ async def test_job_due_shard_filter(driver: str, postgres_url: str, tmp_path: Pa
         assert await s.job_due(JobDueParams(until=until, shards=frozenset())) == []
     finally:
         await s.close()
+
+
+async def test_the_service_never_logs_the_database_password(
+        postgres_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    url = postgres_url.replace("://postgres@", "://postgres:s3cret-pw@", 1)
+    assert "s3cret-pw" in url  # trust auth: any password is accepted
+    service = Service(Settings(database=url, api_enabled=False))
+    with caplog.at_level(logging.INFO):
+        await service.start()
+        await service.stop()
+    assert "tickwork is running: database postgresql://postgres:***@" in caplog.text
+    assert "s3cret-pw" not in caplog.text

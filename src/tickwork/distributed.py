@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from tickwork.clock import Clock, SystemClock
 from tickwork.config import Settings
-from tickwork.drivers.postgres.connection import safe_url
+from tickwork.drivers import safe_url
 from tickwork.drivers.postgres.notify import NotifyListener
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.errors import ConfigError, DispatchError

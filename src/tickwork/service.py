@@ -33,7 +33,7 @@ from tickwork.clock import Clock, SystemClock
 from tickwork.config import Settings
 from tickwork.demo import DEMO_JOBS
 from tickwork.document import parse_job_document
-from tickwork.drivers import open_store
+from tickwork.drivers import open_store, safe_url
 from tickwork.drivers.sqlite.connection import path_from_url
 from tickwork.errors import JobNotFound, StoreUnavailable
 from tickwork.executors import build_executors
@@ -122,7 +122,7 @@ class Service:
         for loop in self._redis_loops():
             loop.start()
         self.pool.start()
-        log.info("tickwork is running: database %s, queues %s, worker %s%s", s.database,
+        log.info("tickwork is running: database %s, queues %s, worker %s%s", safe_url(s.database),
                  ", ".join(f"{q}:{c}" for q, c in s.queues), self.pool.worker_id,
                  ", dispatch redis" if self.redis else "")
         if s.api_enabled:

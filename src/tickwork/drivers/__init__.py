@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tickwork.drivers.base import Store
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import ConfigError
@@ -21,3 +23,8 @@ def open_store(url: str) -> Store:
     scheme = url.split("://", 1)[0]
     raise ConfigError("database", f"unsupported database URL scheme {scheme!r}; "
                       "expected sqlite:///path or postgresql://...")
+
+
+def safe_url(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)

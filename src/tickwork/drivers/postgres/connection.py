@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import select
 import time
 from collections.abc import AsyncIterator
@@ -26,6 +25,7 @@ import psycopg
 import psycopg_pool
 from psycopg.rows import DictRow, dict_row
 
+from tickwork.drivers import safe_url
 from tickwork.drivers.sqlfiles import load_queries
 from tickwork.errors import StoreError, StoreUnavailable
 
@@ -41,11 +41,6 @@ CONNECT_OPTIONS = "-c timezone=UTC"
 RECONNECT_SECONDS = 1.0
 
 log = logging.getLogger("tickwork.store")
-
-
-def safe_url(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
 def libpq_url(url: str) -> str:

@@ -16,7 +16,8 @@ from collections.abc import Callable
 import psycopg
 
 from tickwork.clock import Clock, SystemClock
-from tickwork.drivers.postgres.connection import CONNECT_OPTIONS, libpq_url, safe_url
+from tickwork.drivers import safe_url
+from tickwork.drivers.postgres.connection import CONNECT_OPTIONS, libpq_url
 
 CHANNEL = "tickwork_wake"
 log = logging.getLogger("tickwork.notify")

@@ -13,7 +13,8 @@ from datetime import datetime
 
 import psycopg
 
-from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one, safe_url
+from tickwork.drivers import safe_url
+from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
 from tickwork.drivers.postgres.rows import instant
 from tickwork.drivers.secrets import SecretNotFound
 from tickwork.errors import StoreError
