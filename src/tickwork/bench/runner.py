@@ -98,7 +98,9 @@ class Bench:
             self.warmup_rate = max(self.warmup_rate, n / took if took else 0.0)
             tally = Tally(expected={idempotency_key(j.id, now): 0 for j in jobs})
             self.progress.say(f"warm-up: {n} jobs until all {want} worker process(es) ran one")
-            ok = await self.follow(tally, until=_all_ran(tally, self.reader, want),
+            # Until this round ran, or every worker ran one: a worker still starting when the
+            # round came may find it all taken by another, so another round follows.
+            ok = await self.follow(tally, until=_round_done(tally, self.reader, want),
                                    deadline=deadline, show=False)
             if not ok:
                 d.keep_workdir = True
@@ -110,8 +112,8 @@ class Bench:
             round_ += 1
 
 
-def _all_ran(tally: Tally, reader: RecordReader, processes: int) -> Callable[[], bool]:
-    return lambda: tally.lost == 0 and len(reader.pids) >= processes
+def _round_done(tally: Tally, reader: RecordReader, processes: int) -> Callable[[], bool]:
+    return lambda: tally.lost == 0 or len(reader.pids) >= processes
 
 
 @asynccontextmanager
