@@ -23,6 +23,7 @@ from tickwork.drivers.base import (
     JobListParams,
     OccurrenceListParams,
 )
+from tickwork.drivers.postgres.connection import Q
 from tickwork.drivers.postgres.enqueue import create_job_in
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
@@ -214,3 +215,28 @@ async def test_the_service_never_logs_the_database_password(
         await service.stop()
     assert "tickwork is running: database postgresql://postgres:***@" in caplog.text
     assert "s3cret-pw" not in caplog.text
+
+
+def _removed_by_filters(node: dict[str, object]) -> int:
+    """Rows a plan node and its children read only to throw away."""
+    own = sum(int(node.get(k, 0)) for k in  # type: ignore[call-overload]
+              ("Rows Removed by Filter", "Rows Removed by Join Filter"))
+    return own + sum(_removed_by_filters(child)  # type: ignore[arg-type]
+                     for child in node.get("Plans", []))  # type: ignore[attr-defined]
+
+
+async def test_a_key_claim_finds_each_row_by_its_whole_key(
+        store: PostgresStore, postgres_url: str) -> None:
+    """A recurring job has thousands of occurrences: claiming one of its keys must not read
+    the others (it once matched on job_id and filtered on scheduled_at)."""
+    jobs = [await add_job(store, f"ticks-{n}") for n in range(64)]
+    for job in jobs:
+        await add_occurrences(store, job, *(NOW + seconds(i) for i in range(100)))
+    with psycopg.connect(postgres_url) as conn:
+        conn.execute("ANALYZE")
+        for name in ("occurrence_keys_lock", "occurrence_keys_peek"):
+            plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + Q[name], {
+                "job_ids": [j.id for j in jobs], "scheduled": [NOW + seconds(50)] * 64,
+                "server_clock": True}).fetchone()[0][0]["Plan"]  # type: ignore[index]
+            assert _removed_by_filters(plan) == 0, (name, plan)
+        conn.rollback()
