@@ -109,6 +109,33 @@ def test_what_parsing_gives_is_remembered_and_still_written_exactly() -> None:
         assert spec_from_json(spec_to_json(spec)) == spec
 
 
+@FAST
+@given(names=st.lists(st.text(alphabet=st.sampled_from('ab",:{}\\\u00e9\n'), max_size=16),
+                      min_size=1, max_size=5))
+def test_specs_that_differ_only_in_name_are_parsed_once_and_keep_their_names(
+        names: list[str]) -> None:
+    base = JobSpec(name="x", schedule=ScheduleSpec(type="at", at=datetime(2030, 1, 1, tzinfo=UTC)),
+                   kind="python", payload={"callable": "m:f", "kwargs": {"n": 1}})
+    parsed = [spec_from_json(spec_to_json(JobSpec(**{**{f: getattr(base, f)
+                                                         for f in base.__slots__}, "name": n})))
+              for n in names + names]
+    assert [p.name for p in parsed] == names + names
+    assert all(p == JobSpec(**{**{f: getattr(base, f) for f in base.__slots__}, "name": p.name})
+               for p in parsed)
+    # Parsed once: every one shares the first one's payload (the executors' memos key on it).
+    assert all(p.payload is parsed[0].payload for p in parsed)
+
+
+def test_spec_text_of_another_shape_is_parsed_whole() -> None:
+    spec = JobSpec(name="n", schedule=ScheduleSpec(type="every", every_seconds=60.0),
+                   kind="http", payload={"url": "https://example.org"})
+    d = json.loads(spec_to_json(spec))
+    reordered = json.dumps({"kind": d["kind"], **d})
+    spaced = json.dumps(d, separators=(", ", ": "))
+    for text in (reordered, spaced):
+        assert spec_from_json(text) == spec
+
+
 def test_a_payload_that_contains_itself_is_refused_as_json_refuses_it() -> None:
     payload: dict[str, Any] = {}
     payload["self"] = payload

@@ -23,7 +23,7 @@ from tickwork.drivers.base import (
     JobListParams,
     OccurrenceListParams,
 )
-from tickwork.drivers.postgres.connection import Q
+from tickwork.drivers.postgres.connection import Pool, Q
 from tickwork.drivers.postgres.enqueue import create_job_in
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
@@ -240,3 +240,19 @@ async def test_a_key_claim_finds_each_row_by_its_whole_key(
                 "server_clock": True}).fetchone()[0][0]["Plan"]  # type: ignore[index]
             assert _removed_by_filters(plan) == 0, (name, plan)
         conn.rollback()
+
+
+async def test_a_single_statement_runs_without_a_transaction_and_leaves_none_behind(
+        postgres_url: str) -> None:
+    pool = Pool(postgres_url, max_size=1)  # one connection: both blocks get the same one
+    try:
+        async with pool.statement() as conn:
+            await conn.execute("CREATE TEMP TABLE s (x int)")
+            # Committed already: no transaction stays open, waiting for a COMMIT.
+            assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        async with pool.transaction() as conn:
+            assert not conn.autocommit
+            await conn.execute("CREATE TEMP TABLE t (x int)")
+            assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+    finally:
+        await pool.close()

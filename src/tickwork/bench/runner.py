@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tickwork.bench import cpu
+from tickwork.bench.calibrate import calibration_ms
 from tickwork.bench.deploy import Deployment
 from tickwork.bench.jobs import payload
 from tickwork.bench.progress import Progress
@@ -199,4 +200,5 @@ def machine() -> dict[str, Any]:
     except OSError:
         pass
     return {"cpus": os.cpu_count(), "cpu": cpu, "memory_mib": mem,
-            "python": platform.python_version(), "platform": platform.platform()}
+            "python": platform.python_version(), "platform": platform.platform(),
+            "calibration_ms": calibration_ms()}

@@ -22,8 +22,8 @@ from tickwork.drivers.postgres.rows import (
     instant_or_none,
     occurrence_from_row,
 )
-from tickwork.drivers.rows import SpecCache
-from tickwork.models import Claim, Job, OccurrenceState, Overlap, Trigger
+from tickwork.drivers.rows import STATES, TRIGGERS, SpecCache
+from tickwork.models import Claim, Job, OccurrenceState, Overlap
 
 _MARKS = (
     ("missed", OccurrenceState.MISSED, "past its catch-up window"),
@@ -68,8 +68,8 @@ class ClaimMethods:
     def _candidate(self, row: Row) -> Candidate:
         return Candidate(
             job_id=row["job_id"], scheduled_at=instant(row["scheduled_at"]),
-            state=OccurrenceState(row["state"]), attempt=row["attempt"],
-            trigger=Trigger(row["trigger"]),
+            state=STATES[row["state"]], attempt=row["attempt"],
+            trigger=TRIGGERS[row["trigger"]],
             spec=self._specs.get(row["job_id"], row["job_version"], row["job_spec"]))
 
     async def _running_of(self, conn: Conn, job_ids: set[str]) -> dict[str, list[b.LeaseRef]]:

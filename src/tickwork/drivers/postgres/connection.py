@@ -14,11 +14,12 @@ is next taken, not handed out: the first call after a restart works.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import select
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, LiteralString
 
 import psycopg
@@ -111,9 +112,17 @@ class Pool:
                 await self._pool.close()
                 raise
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Conn]:
+    def transaction(self) -> AbstractAsyncContextManager[Conn]:
         """One transaction: committed when the block ends, rolled back if it raises."""
+        return self._connection(autocommit=False)
+
+    def statement(self) -> AbstractAsyncContextManager[Conn]:
+        """A connection for one statement, which is its own transaction (autocommit): no
+        BEGIN and COMMIT round trips. Only for a block that runs a single statement."""
+        return self._connection(autocommit=True)
+
+    @asynccontextmanager
+    async def _connection(self, *, autocommit: bool) -> AsyncIterator[Conn]:
         try:
             await self._open()
             if self._down_since is not None:
@@ -121,9 +130,14 @@ class Pool:
                 self._back()
             conn = await self._getconn()
             try:
+                if autocommit:
+                    await conn.set_autocommit(True)
                 async with conn:  # commits, or rolls back if the block raises
                     yield conn
             finally:
+                if autocommit and not conn.closed:
+                    with contextlib.suppress(psycopg.Error):  # broken: the pool replaces it
+                        await conn.set_autocommit(False)
                 await self._pool.putconn(conn)  # a broken one is replaced by a new one
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             away = await self._away(exc)

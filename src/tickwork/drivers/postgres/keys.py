@@ -18,7 +18,7 @@ from tickwork.drivers.keyclaims import WAITING, Key, KeyRow, left_waiting, triag
 from tickwork.drivers.postgres.claims import ClaimMethods
 from tickwork.drivers.postgres.connection import Conn, Q, fetch_all
 from tickwork.drivers.postgres.rows import Row, instant
-from tickwork.models import OccurrenceState
+from tickwork.drivers.rows import STATES
 
 
 def _key_args(keys: list[Key]) -> dict[str, Any]:
@@ -60,7 +60,7 @@ class KeyClaimMethods(ClaimMethods):
             return {}
         rows = await fetch_all(conn, Q["occurrence_keys_peek"], _key_args(keys))
         return {(r["job_id"], instant(r["scheduled_at"])): instant(r["due_at"]) for r in rows
-                if OccurrenceState(r["state"]) in WAITING}
+                if STATES[r["state"]] in WAITING}
 
     async def occurrence_waiting(self, p: b.OccurrenceWaitingParams) -> list[
             b.WaitingOccurrence]:
@@ -75,6 +75,6 @@ class KeyClaimMethods(ClaimMethods):
 
 def _key_row(r: Row, now: datetime) -> KeyRow:
     due_at = instant(r["due_at"])
-    return KeyRow(state=OccurrenceState(r["state"]), due_at=due_at, priority=r["priority"],
+    return KeyRow(state=STATES[r["state"]], due_at=due_at, priority=r["priority"],
                   held=bool(r["job_paused"] or r["queue_paused"]),
                   deleted=bool(r["job_deleted"]), due=due_at <= now and bool(r["server_due"]))

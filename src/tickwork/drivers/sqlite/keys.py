@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from tickwork.drivers import base as b
 from tickwork.drivers.claiming import Candidate, ClaimPlan, plan_claims
 from tickwork.drivers.keyclaims import Key, KeyRow, left_waiting, triage, unique
+from tickwork.drivers.rows import STATES
 from tickwork.drivers.sqlfiles import load_queries
 from tickwork.drivers.sqlite.connection import Connection, write_transaction
 from tickwork.drivers.sqlite.rows import from_us, occurrence_from_row, to_us
@@ -57,7 +58,7 @@ class SqliteKeyMethods:
             row = conn.execute(Q["occurrence_for_key"], (job_id, to_us(at))).fetchone()
             if row is not None:
                 raw[(job_id, at)] = row
-        rows = {k: KeyRow(state=OccurrenceState(r["state"]), due_at=from_us(r["due_at"]),
+        rows = {k: KeyRow(state=STATES[r["state"]], due_at=from_us(r["due_at"]),
                           priority=r["priority"], held=bool(r["job_paused"] or
                                                             r["queue_paused"]),
                           deleted=bool(r["job_deleted"]), due=r["due_at"] <= now)

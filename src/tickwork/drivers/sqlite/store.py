@@ -16,7 +16,7 @@ from datetime import datetime
 from tickwork.drivers import base as b
 from tickwork.drivers.claiming import Candidate, plan_claims
 from tickwork.drivers.codec import new_job_ids, spec_to_json, specs_to_json
-from tickwork.drivers.rows import SpecCache
+from tickwork.drivers.rows import STATES, TRIGGERS, SpecCache
 from tickwork.drivers.sqlfiles import load_migrations, load_queries, split_statements
 from tickwork.drivers.sqlite.connection import Connection, path_from_url, write_transaction
 from tickwork.drivers.sqlite.keys import SqliteKeyMethods
@@ -39,7 +39,6 @@ from tickwork.models import (
     JobSpec,
     Occurrence,
     OccurrenceState,
-    Trigger,
 )
 
 Q = load_queries("tickwork.drivers.sqlite")
@@ -450,8 +449,8 @@ class SqliteStore(SqliteKeyMethods):
     def _candidate(self, row: sqlite3.Row) -> Candidate:
         return Candidate(
             job_id=row["job_id"], scheduled_at=from_us(row["scheduled_at"]),
-            state=OccurrenceState(row["state"]), attempt=row["attempt"],
-            trigger=Trigger(row["trigger"]),
+            state=STATES[row["state"]], attempt=row["attempt"],
+            trigger=TRIGGERS[row["trigger"]],
             spec=self._specs.get(row["job_id"], row["job_version"], row["job_spec"]),
         )
 
