@@ -2,7 +2,8 @@
 
 ``load_settings`` reads the sources by precedence: flags over the environment over the TOML file
 over the defaults. Each value is checked where it is read, so an error says where it came from;
-``Settings.validate`` then checks bounds and the rules that span fields. A typo is an error.
+``Settings.validate`` then checks bounds and the rules that span fields, with the checks in
+tickwork.config_checks. A typo is an error.
 """
 
 from __future__ import annotations
@@ -17,19 +18,40 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from tickwork.document import QUEUE_NAME, QUEUE_NAME_RULE
+from tickwork.config_checks import (
+    MAX_CONCURRENCY,
+    check_database,
+    check_executors,
+    check_less,
+    check_processes,
+    check_queues,
+    check_url,
+    format_seconds,
+    parse_address,
+)
 from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors.base import ExecutorSettings
-from tickwork.executors.email import check_settings as check_smtp_settings
-from tickwork.executors.http import parse_endpoint_secrets
-from tickwork.executors.ssrf import OutboundPolicy
 from tickwork.schedules import parse_duration
-from tickwork.secrets import check_name, config_reference
+
+__all__ = [
+    "CONFIG_ENV",
+    "CONFIG_FILE",
+    "DEFAULT_CONCURRENCY",
+    "ENV_VARS",
+    "LOG_LEVELS",
+    "LOOPBACK_HOSTS",
+    "MAX_CONCURRENCY",
+    "NOT_SETTINGS",
+    "NOT_SETTINGS_PREFIXES",
+    "Settings",
+    "load_settings",
+    "parse_address",
+    "parse_queues",
+]
 
 CONFIG_FILE = "tickwork.toml"
 CONFIG_ENV = "TICKWORK_CONFIG"
 DEFAULT_CONCURRENCY = 16
-MAX_CONCURRENCY = 10_000
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 # TICKWORK_* variables that are not settings: the config path, the secrets key (read only from
@@ -76,10 +98,10 @@ class Settings:
 
     def validate(self) -> None:
         """Raise ConfigError for the first value out of bounds or in conflict with another."""
-        _check_database(self.database)
+        check_database(self.database)
         if self.redis is not None:
-            _check_url("redis", self.redis, ("redis", "rediss", "unix"))
-        _check_queues(self.queues)
+            check_url("redis", self.redis, ("redis", "rediss", "unix"))
+        check_queues(self.queues)
         if not self.host:
             raise ConfigError("host", "must not be empty")
         if not 0 <= self.port <= 65535:
@@ -98,21 +120,22 @@ class Settings:
             else:
                 ok, bound = value > 0, "greater than 0"
             if not (ok and math.isfinite(value)):
-                raise ConfigError(name, f"must be a finite number {bound} (got {_fmt(value)})")
+                raise ConfigError(
+                    name, f"must be a finite number {bound} (got {format_seconds(value)})")
         if self.retention_days < 1:
             raise ConfigError("retention_days", f"must be at least 1 (got {self.retention_days})")
         if not 1 <= self.shard_count <= 4096:
             raise ConfigError("shard_count", f"must be from 1 to 4096 (got {self.shard_count})")
-        _check_processes(self.max_deliveries, self.metrics_address)
-        _check_less("heartbeat_seconds", self.heartbeat_seconds,
+        check_processes(self.max_deliveries, self.metrics_address)
+        check_less("heartbeat_seconds", self.heartbeat_seconds,
                     "lease_seconds", self.lease_seconds, strict=True)
-        _check_less("planner_interval_seconds", self.planner_interval_seconds,
+        check_less("planner_interval_seconds", self.planner_interval_seconds,
                     "planner_horizon_seconds", self.planner_horizon_seconds, strict=False)
         if self.log_level not in LOG_LEVELS:
             raise ConfigError(
                 "log_level", f"must be one of {', '.join(LOG_LEVELS)} (got {self.log_level!r})"
             )
-        _check_executors(self.executors)
+        check_executors(self.executors, _EXECUTOR_KINDS)
 
 
 def parse_queues(value: str) -> tuple[tuple[str, int], ...]:
@@ -133,25 +156,8 @@ def parse_queues(value: str) -> tuple[tuple[str, int], ...]:
                 "queues", f"concurrency of {name!r} must be a whole number (got {count!r})"
             )
     result = tuple(queues)
-    _check_queues(result)
+    check_queues(result)
     return result
-
-
-def parse_address(value: str, name: str = "metrics_address") -> tuple[str, int]:
-    """``HOST:PORT`` as ``(host, port)``: ``127.0.0.1:9100``, ``[::1]:9100``, ``0.0.0.0:0``
-    (port 0 picks a free one); ``:9100`` or ``9100`` alone mean the loopback ``127.0.0.1``."""
-    text = value.strip()
-    m = (re.fullmatch(r"\[([0-9A-Fa-f:.]+)\]:([0-9]+)", text)
-         or re.fullmatch(r"([A-Za-z0-9.-]*):([0-9]+)", text)
-         or re.fullmatch(r"()([0-9]+)", text))
-    if m is None:
-        shown = repr(value) if len(value) <= 60 else repr(value[:57]) + "..."
-        raise ConfigError(name, f"must be HOST:PORT, such as 127.0.0.1:9100 or [::1]:9100 "
-                                f"(got {shown})")
-    host, port = m.group(1) or "127.0.0.1", int(m.group(2))
-    if port > 65535:
-        raise ConfigError(name, f"port must be from 0 to 65535 (got {port})")
-    return host, port
 
 
 def load_settings(
@@ -374,11 +380,11 @@ def _coerce_queues(value: object, name: str, where: str, text: bool) -> tuple[tu
         if isinstance(value, list | tuple) and all(
             isinstance(item, tuple) and len(item) == 2 for item in value
         ):
-            _check_queues(tuple(value))
+            check_queues(tuple(value))
             return tuple(value)
         if isinstance(value, Mapping):
             queues = tuple((str(name), count) for name, count in value.items())
-            _check_queues(queues)
+            check_queues(queues)
             return queues
     except ConfigError as exc:
         raise ConfigError("queues", f"{exc.reason} ({where})") from None
@@ -404,101 +410,3 @@ _COERCERS: dict[_Kind, Callable[[object, str, str, bool], object]] = {
 def _suggest(name: str, known: Mapping[str, object] | list[str]) -> str:
     close = difflib.get_close_matches(name, list(known), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-# --- checks ---------------------------------------------------------------------------------
-
-
-def _check_url(name: str, value: str, schemes: tuple[str, ...]) -> None:
-    scheme, sep, _ = value.partition("://")
-    if not sep or scheme.lower() not in schemes:
-        # Only the scheme is echoed: the rest of a URL may hold a password.
-        got = f"a {scheme!r} URL" if sep else "no scheme"
-        examples = {"database": "sqlite:///PATH or postgresql://...", "redis": "redis://..."}
-        raise ConfigError(name, f"must be {examples[name]} (got {got})")
-
-
-def _check_database(url: str) -> None:
-    _check_url("database", url, ("sqlite", "postgresql", "postgres"))
-    if not url.lower().startswith("sqlite:") or url == "sqlite://:memory:":
-        return
-    if not url.startswith("sqlite:///") or url == "sqlite:///":
-        raise ConfigError("database", "must be sqlite:///PATH, with three slashes and a path")
-
-
-def _check_queues(queues: tuple[tuple[str, Any], ...]) -> None:
-    if not queues:
-        raise ConfigError("queues", "must name at least one queue, e.g. 'default:16,mail:4'")
-    seen: set[str] = set()
-    for name, concurrency in queues:
-        if not isinstance(name, str) or not QUEUE_NAME.fullmatch(name):
-            raise ConfigError("queues", f"queue name {name!r} {QUEUE_NAME_RULE}")
-        if name in seen:
-            raise ConfigError("queues", f"lists {name!r} twice")
-        seen.add(name)
-        if (not isinstance(concurrency, int) or isinstance(concurrency, bool)
-                or not 1 <= concurrency <= MAX_CONCURRENCY):
-            raise ConfigError(
-                "queues",
-                f"concurrency of {name!r} must be from 1 to {MAX_CONCURRENCY}"
-                f" (got {concurrency!r})",
-            )
-
-
-def _check_processes(max_deliveries: int, metrics_address: str | None) -> None:
-    """The Redis rescuer's poison threshold and the scheduler's and worker's metrics address."""
-    if max_deliveries < 1:
-        raise ConfigError("max_deliveries", f"must be at least 1 (got {max_deliveries})")
-    if metrics_address is not None:
-        parse_address(metrics_address, "metrics_address")
-
-
-def _check_less(name: str, value: float, other: str, bound: float, *, strict: bool) -> None:
-    if value < bound or (value == bound and not strict):
-        return
-    relation = "less than" if strict else "at most"
-    raise ConfigError(name, f"must be {relation} {other} (got {_fmt(value)}; {other} is "
-                            f"{_fmt(bound)})")
-
-
-def _check_executors(executors: ExecutorSettings) -> None:
-    for f in fields(executors):
-        value = getattr(executors, f.name)
-        if _EXECUTOR_KINDS[f.name] == "int" and value < 1:
-            raise ConfigError(f"executors.{f.name}", f"must be at least 1 (got {value})")
-    if executors.shell_enabled and not executors.shell_allowed_executables:
-        raise ConfigError(
-            "executors.shell_allowed_executables",
-            "must name at least one executable when executors.shell_enabled is true",
-        )
-    _check_outbound(executors)
-
-
-def _check_outbound(executors: ExecutorSettings) -> None:
-    """The SSRF allowlist, webhook signing secrets and SMTP settings."""
-    OutboundPolicy(executors.outbound_allow)  # raises ConfigError naming the bad entry
-    field = "executors.webhook_signing_secrets"
-    try:
-        for _, name in parse_endpoint_secrets(executors.webhook_signing_secrets):
-            check_name(name, field)
-    except ValidationError as exc:
-        raise ConfigError(field, exc.reason) from None
-    except ValueError as exc:
-        raise ConfigError(field, str(exc)) from None
-    if executors.smtp_port > 65535:
-        raise ConfigError("executors.smtp_port",
-                          f"must be from 1 to 65535 (got {executors.smtp_port})")
-    problem = check_smtp_settings(executors)
-    if problem is not None:
-        name, _, reason = problem.partition(" ")
-        raise ConfigError(f"executors.{name}", reason)
-    secret = config_reference(executors.smtp_password)
-    if secret is not None:
-        try:
-            check_name(secret, "executors.smtp_password")
-        except ValidationError as exc:
-            raise ConfigError(exc.field, f"{exc.reason} (after $secret:)") from None
-
-
-def _fmt(seconds: float) -> str:
-    return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"

@@ -18,7 +18,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import lru_cache, wraps
 from json.encoder import (  # type: ignore[attr-defined]  # c_make_encoder: not in the stubs
     c_make_encoder,
     encode_basestring,
@@ -71,8 +71,8 @@ _PAYLOAD_ENCODE = None if c_make_encoder is None else c_make_encoder(
 _SCALARS = (int, float, bool)
 
 _Parser = Callable[[object, str], Any]
-K = TypeVar("K")
 V = TypeVar("V")
+_ParserOf = Callable[[object, str], V]
 
 
 def _encode_payload(payload: Mapping[str, Any]) -> str:
@@ -84,12 +84,28 @@ def _encode_payload(payload: Mapping[str, Any]) -> str:
         return _PAYLOAD_JSON.encode(payload)
 
 
-def remember(memo: dict[K, V], key: K, value: V) -> V:
-    """``memo[key] = value``, forgetting everything first once it holds MEMO_SIZE entries."""
-    if len(memo) >= MEMO_SIZE:
-        memo.clear()
-    memo[key] = value
-    return value
+def memoized(
+    memo: dict[bytes, V], keep: Callable[[V], bool] | None = None,
+) -> Callable[[_ParserOf[V]], _ParserOf[V]]:
+    """The parser, remembering in ``memo`` what a value parsed to, by its ``memo_key``: only if
+    it parsed without error (and ``keep`` accepts it); all forgotten at MEMO_SIZE entries."""
+    def decorate(parse: _ParserOf[V]) -> _ParserOf[V]:
+        @wraps(parse)
+        def parse_once(value: object, field: str) -> V:
+            key = memo_key(value)
+            if key is None:
+                return parse(value, field)
+            known = memo.get(key)
+            if known is not None:
+                return known
+            parsed = parse(value, field)
+            if keep is None or keep(parsed):
+                if len(memo) >= MEMO_SIZE:
+                    memo.clear()
+                memo[key] = parsed
+            return parsed
+        return parse_once
+    return decorate
 
 
 @lru_cache(maxsize=MEMO_SIZE)
@@ -156,13 +172,10 @@ def queue(value: object, field: str) -> str:
 _PAYLOAD_TEXTS: dict[bytes, str] = {}
 
 
+@memoized(_PAYLOAD_TEXTS, keep=lambda text: len(text) <= MEMO_PAYLOAD_CHARS)
 def payload_json(value: object, field: str) -> str:
     """The payload as compact JSON text: what its kind's executor then checks (``document``)
     and the one encoding that proves it holds only JSON values and measures its size."""
-    key = memo_key(value)
-    known = _PAYLOAD_TEXTS.get(key) if key is not None else None
-    if known is not None:
-        return known
     check_plain(value, field)
     payload = mapping(value, field)
     try:
@@ -172,19 +185,14 @@ def payload_json(value: object, field: str) -> str:
     size = len(text) if text.isascii() else len(text.encode("utf-8"))
     if size > PAYLOAD_MAX_BYTES:
         raise ValidationError(field, f"is {size} bytes as JSON; the limit is {PAYLOAD_MAX_BYTES}")
-    if key is not None and len(text) <= MEMO_PAYLOAD_CHARS:
-        remember(_PAYLOAD_TEXTS, key, text)
     return text
 
 
 _RETRIES: dict[bytes, RetryPolicy] = {}
 
 
+@memoized(_RETRIES)
 def retry(value: object, field: str) -> RetryPolicy:
-    key = memo_key(value)
-    known = _RETRIES.get(key) if key is not None else None
-    if known is not None:
-        return known
     check_plain(value, field)
     obj = mapping(value, field)
     given = fields(obj, field, _RETRY_PARSERS)
@@ -200,7 +208,7 @@ def retry(value: object, field: str) -> RetryPolicy:
             f"{field}.backoff_base_seconds",
             f"must be at most backoff_max_seconds ({fmt(most)}) (got {fmt(base)})",
         )
-    return policy if key is None else remember(_RETRIES, key, policy)
+    return policy
 
 
 def paused(value: object, field: str) -> bool:
@@ -231,17 +239,14 @@ def tags(value: object, field: str) -> tuple[str, ...]:
 _SCHEDULES: dict[bytes, ScheduleSpec] = {}
 
 
+@memoized(_SCHEDULES)
 def schedule(value: object, field: str) -> ScheduleSpec:
-    key = memo_key(value)
-    known = _SCHEDULES.get(key) if key is not None else None
-    if known is not None:
-        return known
     check_plain(value, field)
     obj = mapping(value, field)
     if len(obj) == 1 and "at" in obj:  # the usual one-off: what the loops below come to
         spec = ScheduleSpec(type="at", at=parse_instant(obj["at"], f"{field}.at"))
         compiled_schedule(spec)
-        return spec if key is None else remember(_SCHEDULES, key, spec)
+        return spec
     for item in obj:
         if item not in SCHEDULE_FIELDS:
             raise unknown(item, SCHEDULE_FIELDS, field)
@@ -260,7 +265,7 @@ def schedule(value: object, field: str) -> ScheduleSpec:
         raise ValidationError(f"{field}.end_at", f"must be after start_at ({rfc3339(start)})")
     spec = ScheduleSpec(type=kind, **{_SPEC_NAMES.get(k, k): v for k, v in given.items()})
     compiled_schedule(spec)  # the cron syntax and whatever else the schedule module checks
-    return spec if key is None else remember(_SCHEDULES, key, spec)
+    return spec
 
 
 def cron(value: object, field: str) -> str:

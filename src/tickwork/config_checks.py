@@ -1,0 +1,136 @@
+"""The checks behind ``Settings.validate`` (STYLE habit 8), apart from where values come from.
+
+Each check sees one value or a few and raises ConfigError naming the field and the bound.
+tickwork.config reads the sources, coerces the values and calls these; it re-exports
+``MAX_CONCURRENCY`` and ``parse_address``, which live here because the checks need them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any
+
+from tickwork.document import QUEUE_NAME, QUEUE_NAME_RULE
+from tickwork.errors import ConfigError, ValidationError
+from tickwork.executors.base import ExecutorSettings
+from tickwork.executors.email import check_settings as check_smtp_settings
+from tickwork.executors.http import parse_endpoint_secrets
+from tickwork.executors.ssrf import OutboundPolicy
+from tickwork.secrets import check_name, config_reference
+
+MAX_CONCURRENCY = 10_000
+
+
+def parse_address(value: str, name: str = "metrics_address") -> tuple[str, int]:
+    """``HOST:PORT`` as ``(host, port)``: ``127.0.0.1:9100``, ``[::1]:9100``, ``0.0.0.0:0``
+    (port 0 picks a free one); ``:9100`` or ``9100`` alone mean the loopback ``127.0.0.1``."""
+    text = value.strip()
+    m = (re.fullmatch(r"\[([0-9A-Fa-f:.]+)\]:([0-9]+)", text)
+         or re.fullmatch(r"([A-Za-z0-9.-]*):([0-9]+)", text)
+         or re.fullmatch(r"()([0-9]+)", text))
+    if m is None:
+        shown = repr(value) if len(value) <= 60 else repr(value[:57]) + "..."
+        raise ConfigError(name, f"must be HOST:PORT, such as 127.0.0.1:9100 or [::1]:9100 "
+                                f"(got {shown})")
+    host, port = m.group(1) or "127.0.0.1", int(m.group(2))
+    if port > 65535:
+        raise ConfigError(name, f"port must be from 0 to 65535 (got {port})")
+    return host, port
+
+
+def check_url(name: str, value: str, schemes: tuple[str, ...]) -> None:
+    scheme, sep, _ = value.partition("://")
+    if not sep or scheme.lower() not in schemes:
+        # Only the scheme is echoed: the rest of a URL may hold a password.
+        got = f"a {scheme!r} URL" if sep else "no scheme"
+        examples = {"database": "sqlite:///PATH or postgresql://...", "redis": "redis://..."}
+        raise ConfigError(name, f"must be {examples[name]} (got {got})")
+
+
+def check_database(url: str) -> None:
+    check_url("database", url, ("sqlite", "postgresql", "postgres"))
+    if not url.lower().startswith("sqlite:") or url == "sqlite://:memory:":
+        return
+    if not url.startswith("sqlite:///") or url == "sqlite:///":
+        raise ConfigError("database", "must be sqlite:///PATH, with three slashes and a path")
+
+
+def check_queues(queues: tuple[tuple[str, Any], ...]) -> None:
+    if not queues:
+        raise ConfigError("queues", "must name at least one queue, e.g. 'default:16,mail:4'")
+    seen: set[str] = set()
+    for name, concurrency in queues:
+        if not isinstance(name, str) or not QUEUE_NAME.fullmatch(name):
+            raise ConfigError("queues", f"queue name {name!r} {QUEUE_NAME_RULE}")
+        if name in seen:
+            raise ConfigError("queues", f"lists {name!r} twice")
+        seen.add(name)
+        if (not isinstance(concurrency, int) or isinstance(concurrency, bool)
+                or not 1 <= concurrency <= MAX_CONCURRENCY):
+            raise ConfigError(
+                "queues",
+                f"concurrency of {name!r} must be from 1 to {MAX_CONCURRENCY}"
+                f" (got {concurrency!r})",
+            )
+
+
+def check_processes(max_deliveries: int, metrics_address: str | None) -> None:
+    """The Redis rescuer's poison threshold and the scheduler's and worker's metrics address."""
+    if max_deliveries < 1:
+        raise ConfigError("max_deliveries", f"must be at least 1 (got {max_deliveries})")
+    if metrics_address is not None:
+        parse_address(metrics_address, "metrics_address")
+
+
+def check_less(name: str, value: float, other: str, bound: float, *, strict: bool) -> None:
+    if value < bound or (value == bound and not strict):
+        return
+    relation = "less than" if strict else "at most"
+    raise ConfigError(name, f"must be {relation} {other} (got {format_seconds(value)}; {other} is "
+                            f"{format_seconds(bound)})")
+
+
+def check_executors(executors: ExecutorSettings, kinds: Mapping[str, str]) -> None:
+    """``kinds``: each setting's kind as tickwork.config reads it; the "int" ones are counts."""
+    for f in fields(executors):
+        value = getattr(executors, f.name)
+        if kinds[f.name] == "int" and value < 1:
+            raise ConfigError(f"executors.{f.name}", f"must be at least 1 (got {value})")
+    if executors.shell_enabled and not executors.shell_allowed_executables:
+        raise ConfigError(
+            "executors.shell_allowed_executables",
+            "must name at least one executable when executors.shell_enabled is true",
+        )
+    _check_outbound(executors)
+
+
+def _check_outbound(executors: ExecutorSettings) -> None:
+    """The SSRF allowlist, webhook signing secrets and SMTP settings."""
+    OutboundPolicy(executors.outbound_allow)  # raises ConfigError naming the bad entry
+    field = "executors.webhook_signing_secrets"
+    try:
+        for _, name in parse_endpoint_secrets(executors.webhook_signing_secrets):
+            check_name(name, field)
+    except ValidationError as exc:
+        raise ConfigError(field, exc.reason) from None
+    except ValueError as exc:
+        raise ConfigError(field, str(exc)) from None
+    if executors.smtp_port > 65535:
+        raise ConfigError("executors.smtp_port",
+                          f"must be from 1 to 65535 (got {executors.smtp_port})")
+    problem = check_smtp_settings(executors)
+    if problem is not None:
+        name, _, reason = problem.partition(" ")
+        raise ConfigError(f"executors.{name}", reason)
+    secret = config_reference(executors.smtp_password)
+    if secret is not None:
+        try:
+            check_name(secret, "executors.smtp_password")
+        except ValidationError as exc:
+            raise ConfigError(exc.field, f"{exc.reason} (after $secret:)") from None
+
+
+def format_seconds(seconds: float) -> str:
+    return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"
