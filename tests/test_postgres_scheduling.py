@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import psycopg
 import pytest
@@ -51,8 +53,8 @@ async def test_schedulers_share_the_shards_and_take_over_a_dead_ones(
     clock = FakeClock(NOW)
     a, b, c = (leaser(s, clock, n) for s, n in zip(stores, "abc", strict=True))
     assert await a.run_once(clock.now()) == frozenset(range(64))
-    await b.run_once(clock.now())  # a holds everything: b gets nothing yet
-    await a.run_once(clock.now())  # a gives back what is above its fair share
+    await b.run_once(clock.now())  # a holds everything: b takes its share from a at once
+    await a.run_once(clock.now())  # a finds it holds the rest
     await b.run_once(clock.now())
     assert (len(a.held), len(b.held)) == (32, 32)
     await c.run_once(clock.now())
@@ -79,6 +81,160 @@ async def test_schedulers_share_the_shards_and_take_over_a_dead_ones(
     await a.stop()  # a graceful stop gives the shards back at once
     await b.run_once(clock.now())
     assert b.held == frozenset(range(64))
+
+
+ALL = frozenset(range(64))
+
+
+class Leases:
+    """The store's view of the shard leases, read over a connection of its own."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[tuple[Any, ...]]) -> None:
+        self.conn = conn
+
+    async def owners(self, now: datetime) -> dict[int, str]:
+        """Each shard whose lease is live at ``now``, with its owner."""
+        cur = await self.conn.execute(
+            "SELECT shard, owner FROM shard_leases WHERE owner IS NOT NULL AND expires_at > %s",
+            (now,))
+        return dict(await cur.fetchall())
+
+    async def check(self, now: datetime, leasers: list[ShardLeaser]) -> dict[int, str]:
+        """No gap: every shard is held in the store and planned by a scheduler holding it."""
+        owners = await self.owners(now)
+        assert set(owners) == ALL, f"held by no one: {sorted(ALL - set(owners))}"
+        for lsr in leasers:  # it may still plan shards taken from it, never miss its own
+            assert {s for s, o in owners.items() if o == lsr.owner} <= lsr.shards()
+        assert frozenset().union(*(lsr.shards() for lsr in leasers)) == ALL
+        return owners
+
+
+@pytest.fixture
+async def leases(postgres_url: str) -> AsyncIterator[Leases]:
+    async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
+        yield Leases(conn)
+
+
+def counts(*leasers: ShardLeaser) -> list[int]:
+    return [len(lsr.held) for lsr in leasers]
+
+
+def disjoint(leasers: list[ShardLeaser]) -> bool:
+    return sum(len(lsr.held) for lsr in leasers) == len(frozenset().union(
+        *(lsr.held for lsr in leasers)))
+
+
+async def test_a_new_scheduler_takes_its_share_at_once_leaving_no_shard_unplanned(
+    stores: list[PostgresStore], leases: Leases,
+) -> None:
+    """The start-up gap: b must not wait for a to give shards back (planned by no one until
+    b's next pass): b's first pass takes its share from a; a finds it holds the rest."""
+    clock = FakeClock(NOW)
+    a, b = leaser(stores[0], clock, "a"), leaser(stores[1], clock, "b")
+    assert await a.run_once(clock.now()) == ALL
+    clock.advance(1)
+    await b.run_once(clock.now())
+    assert len(b.held) == 32, "a newcomer holds its fair share after its first pass"
+    owners = await leases.check(clock.now(), [a, b])
+    assert sorted(owners.values()).count("a") == 32
+    assert a.shards() == ALL, "a plans b's new shards until its next pass: overlap, no gap"
+
+    clock.advance(2)
+    assert await a.run_once(clock.now()) == ALL - b.held
+    await leases.check(clock.now(), [a, b])
+
+    # Balanced: further passes move nothing (no ping-pong), in either order.
+    held = (a.held, b.held)
+    for order in ((a, b), (b, a), (a, b), (a, a, b, b)):
+        clock.advance(3)
+        for lsr in order:
+            await lsr.run_once(clock.now())
+            assert await leases.check(clock.now(), [a, b]) == owners
+        assert (a.held, b.held) == held
+
+
+async def test_three_schedulers_starting_one_after_another_or_together(
+    stores: list[PostgresStore], leases: Leases,
+) -> None:
+    clock = FakeClock(NOW)
+    a, b, c = (leaser(s, clock, n) for s, n in zip(stores, "abc", strict=True))
+    everyone = [a, b, c]
+    await a.run_once(clock.now())
+    await b.run_once(clock.now())
+    await a.run_once(clock.now())
+    assert counts(a, b) == [32, 32]
+    # c takes what a and b hold above the new share (22), from the busier first: 10 from each.
+    await c.run_once(clock.now())
+    owners = await leases.check(clock.now(), everyone)
+    assert len(c.held) == 20
+    assert sorted(owners.values()).count("a") == sorted(owners.values()).count("b") == 22
+    for lsr in (a, b):
+        await lsr.run_once(clock.now())
+    assert counts(a, b, c) == [22, 22, 20]
+    assert disjoint(everyone)
+    assert await leases.check(clock.now(), everyone) == owners
+    for lsr in everyone * 3:  # stable: c stays below 22 (none is above it to take from)
+        clock.advance(1)
+        await lsr.run_once(clock.now())
+        assert await leases.check(clock.now(), everyone) == owners
+
+    # All stop; then b and c start before a's next pass: each takes its share from a at once.
+    for lsr in everyone:
+        await lsr.stop()
+    clock.advance(1)
+    assert await a.run_once(clock.now()) == ALL
+    await b.run_once(clock.now())
+    assert len(b.held) == 32
+    await leases.check(clock.now(), everyone)
+    await c.run_once(clock.now())
+    assert len(c.held) == 20
+    await leases.check(clock.now(), everyone)
+    for lsr in (a, b):
+        await lsr.run_once(clock.now())
+        await leases.check(clock.now(), everyone)
+    assert counts(a, b, c) == [22, 22, 20]
+    assert disjoint(everyone)
+
+
+@pytest.mark.parametrize("schedulers", [2, 3, 4])
+async def test_random_starts_and_passes_never_leave_a_shard_unplanned_and_settle(
+    stores: list[PostgresStore], leases: Leases, schedulers: int,
+) -> None:
+    """Schedulers start at random points between each other's passes. After every pass each
+    shard is held and planned; once all run, one round settles the store, the next one every
+    scheduler's view; from then on no shard changes owner."""
+    fair = -(-64 // schedulers)
+    clock = FakeClock(NOW)
+    for seed in range(12):
+        rnd = random.Random(seed)
+        everyone = [leaser(stores[i % len(stores)], clock, f"s{seed}-{i}")
+                    for i in range(schedulers)]
+        started = everyone[:1]
+        await started[0].run_once(clock.now())
+        while len(started) < schedulers or rnd.random() < 0.5:
+            if len(started) < schedulers and rnd.random() < 0.4:
+                started.append(everyone[len(started)])
+                lsr = started[-1]
+            else:
+                lsr = rnd.choice(started)
+            clock.advance(0.2)
+            await lsr.run_once(clock.now())
+            await leases.check(clock.now(), started)
+        for _ in range(2):
+            for lsr in rnd.sample(everyone, schedulers):
+                clock.advance(0.2)
+                await lsr.run_once(clock.now())
+                owners = await leases.check(clock.now(), everyone)
+        assert disjoint(everyone), f"seed {seed}"
+        assert max(counts(*everyone)) <= fair
+        assert all(owners[s] == lsr.owner for lsr in everyone for s in lsr.held)
+        for lsr in [rnd.choice(everyone) for _ in range(3 * schedulers)]:
+            clock.advance(0.2)
+            held = lsr.held
+            assert await lsr.run_once(clock.now()) == held, f"seed {seed}: {lsr.owner} moved"
+            assert await leases.check(clock.now(), everyone) == owners
+        for lsr in everyone:
+            await lsr.stop()
 
 
 async def test_planners_on_disjoint_shards_plan_every_job_once(

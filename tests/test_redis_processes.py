@@ -140,10 +140,9 @@ async def test_a_three_schedulers_three_workers_redis_exactly_once_on_time(
     try:
         await start_all(procs)
         assert all("dispatch redis" in " ".join(p.lines) for p in procs)
-        # After the schedulers' shard leases have settled: the first to start takes every
-        # shard and gives the extra back at its next lease pass (every 10 s), and a shard
-        # given back is planned by no one until another scheduler takes it.
-        t0 = next_second(after=24)
+        # A few seconds on: each scheduler takes its share of the shards in its first lease
+        # pass (from those holding more), so every shard is planned from then on.
+        t0 = next_second(after=8)
         burst = [bench_doc(f"once-{i:04d}", record, {"at": rfc3339(
             t0 + timedelta(seconds=i / 5000))}) for i in range(5000)]
         cron = {"cron": "* * * * * *", "start_at": rfc3339(t0),

@@ -1,10 +1,14 @@
 """Shard leases: each scheduler plans only the shards of jobs it holds a lease on.
 
 Jobs carry a shard (a hash of their id). Every tick a scheduler announces itself, renews its
-leases, gives back what is above its fair share (shards / live schedulers, rounded up) and takes
-free or expired shards up to that share. A crashed scheduler's shards are taken over once its
-leases expire. Leases save work; they do not make anything correct (DESIGN rule 4): two
-planners planning one job still insert each occurrence once and never move a job backwards.
+leases and, when below its fair share (shards / live schedulers, rounded up), takes up to that
+share: free or expired shards first, then shards of schedulers above the share, down to it. So
+a scheduler holds its share from its first pass on, and no shard is ever left unheld while a
+live scheduler wants it: one that finds itself above its share keeps (and plans) the extra until
+a scheduler below it takes the extra over. A crashed scheduler's shards are taken over once its
+leases expire; a stopped one gives its shards back at once. Leases save work; they do not make
+anything correct (DESIGN rule 4): two planners planning one job, as the one a shard was taken
+from does until its next pass, still insert each occurrence once and never move a job backwards.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ log = logging.getLogger("tickwork.shards")
 
 @dataclass(frozen=True, slots=True)
 class ShardLeaseParams:
-    """Renew ``owner``'s leases to ``now + lease_seconds`` and rebalance to its fair share."""
+    """Renew ``owner``'s leases to ``now + lease_seconds`` and take up to its fair share."""
 
     owner: str
     now: datetime

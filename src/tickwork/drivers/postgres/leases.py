@@ -1,10 +1,19 @@
-"""Shard leases in ``shard_leases``: renew, rebalance to a fair share, release."""
+"""Shard leases in ``shard_leases``: renew, take a fair share (stealing it if need be), release.
+
+A scheduler below its fair share takes it itself, in its own pass: free or expired shards
+first, then shards of owners above the fair share (down to it, never below). Nobody gives
+shards back while it is alive: a shard given back would be planned by no one until the next
+scheduler's pass, while a shard taken from a busier owner is planned at once by the taker (and
+by the owner, too, until its next pass shows it holds fewer: a harmless overlap, DESIGN rule 4).
+Every pass runs under one advisory lock, so each sees the others' passes whole.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import LiteralString
 
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
 from tickwork.scheduler.shards import ShardLeaseParams
@@ -26,13 +35,14 @@ class ShardLeaseMethods:
             row = await fetch_one(conn, Q["scheduler_nodes_live"], args)
             live = max(1, int(row["live"]) if row else 1)
             fair = math.ceil(count / live)
-            held = sorted(r["shard"] for r in await fetch_all(conn, Q["shard_leases_renew"], args))
-            if len(held) > fair:
-                extra = held[fair:]
-                await conn.execute(Q["shard_leases_give_back"], {**args, "shards": extra})
-                held = held[:fair]
-            elif len(held) < fair:
-                held += await _take(conn, {**args, "want": fair - len(held)})
+            # All we still own, even above the fair share: a newcomer below it takes the
+            # extra from us in its own pass; until then the extra is ours to plan.
+            held = await _shards(conn, Q["shard_leases_renew"], args)
+            for query in (Q["shard_leases_take"], Q["shard_leases_steal"]):
+                if len(held) >= fair:
+                    break
+                held += await _shards(conn, query, {**args, "fair": fair,
+                                                    "want": fair - len(held)})
         return sorted(held)
 
     async def shard_lease_release(self, owner: str) -> None:
@@ -41,5 +51,5 @@ class ShardLeaseMethods:
             await conn.execute(Q["scheduler_node_leave"], (owner,))
 
 
-async def _take(conn: Conn, args: dict[str, object]) -> list[int]:
-    return [r["shard"] for r in await fetch_all(conn, Q["shard_leases_take"], args)]
+async def _shards(conn: Conn, query: LiteralString, args: dict[str, object]) -> list[int]:
+    return [r["shard"] for r in await fetch_all(conn, query, args)]

@@ -18,10 +18,6 @@ UPDATE shard_leases SET expires_at = %(until)s
 WHERE owner = %(owner)s AND shard < %(count)s
 RETURNING shard
 
--- name: shard_leases_give_back
-UPDATE shard_leases SET owner = NULL, expires_at = '-infinity'
-WHERE owner = %(owner)s AND shard = ANY(%(shards)b::integer[])
-
 -- name: shard_leases_take
 UPDATE shard_leases SET owner = %(owner)s, expires_at = %(until)s
 WHERE shard IN (
@@ -30,6 +26,26 @@ WHERE shard IN (
     ORDER BY shard
     LIMIT %(want)s
     FOR UPDATE SKIP LOCKED)
+RETURNING shard
+
+-- name: shard_leases_steal
+-- Take up to "want" shards from owners holding more than the fair share, one shard at a time
+-- from whichever of them holds the most then (their highest-numbered shards first), never
+-- leaving one below the fair share. The owner renews only what it still owns, so it simply
+-- finds it holds fewer at its next pass (planning them until then is a harmless overlap).
+WITH held AS (
+    SELECT shard, owner,
+           count(*) OVER (PARTITION BY owner) AS n,
+           row_number() OVER (PARTITION BY owner ORDER BY shard DESC) AS k
+    FROM shard_leases
+    WHERE owner <> %(owner)s AND expires_at > %(now)s AND shard < %(count)s
+)
+UPDATE shard_leases SET owner = %(owner)s, expires_at = %(until)s
+WHERE shard IN (
+    SELECT shard FROM held
+    WHERE k <= n - %(fair)s
+    ORDER BY n - k DESC, owner, k
+    LIMIT %(want)s)
 RETURNING shard
 
 -- name: shard_leases_release
