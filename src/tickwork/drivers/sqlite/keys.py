@@ -1,46 +1,27 @@
 """The SQLite store's claims by key and its waiting list (for the Redis dispatch path).
 
 A mixin of ``SqliteStore``: one write transaction (``BEGIN IMMEDIATE``, which is what makes
-claims exclusive here), the same catch-up and overlap plan as ``occurrence_claim``.
+claims exclusive here), the same catch-up and overlap plan as ``occurrence_claim``, whose helpers
+it shares (``claims.py``).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from tickwork.drivers import base as b
-from tickwork.drivers.claiming import Candidate, ClaimPlan, plan_claims
+from tickwork.drivers.claiming import plan_claims
 from tickwork.drivers.keyclaims import Key, KeyRow, left_waiting, triage, unique
 from tickwork.drivers.rows import STATES
 from tickwork.drivers.sqlfiles import load_queries
-from tickwork.drivers.sqlite.connection import Connection, write_transaction
-from tickwork.drivers.sqlite.rows import from_us, occurrence_from_row, to_us
-from tickwork.models import Claim, Job, OccurrenceState
+from tickwork.drivers.sqlite.claims import SqliteClaimMethods
+from tickwork.drivers.sqlite.connection import write_transaction
+from tickwork.drivers.sqlite.rows import from_us, to_us
 
 Q = load_queries("tickwork.drivers.sqlite")
 
-_MARKS = (
-    ("missed", OccurrenceState.MISSED, "past its catch-up window"),
-    ("skipped", OccurrenceState.SKIPPED_OVERLAP, "an earlier run of the job was still running"),
-    ("superseded", OccurrenceState.CANCELLED,
-     "superseded by a newer run (overlap cancel_previous)"),
-)
 
-
-class SqliteKeyMethods:
-    _conn: Connection
-
-    if TYPE_CHECKING:  # provided by SqliteStore
-        def _candidate(self, row: sqlite3.Row) -> Candidate: ...
-        def _running_of(self, conn: sqlite3.Connection,
-                        job_ids: set[str]) -> dict[str, list[b.LeaseRef]]: ...
-        def _mark(self, conn: sqlite3.Connection, c: Candidate, state: OccurrenceState,
-                  now: int, why: str) -> None: ...
-        def _cancel_running(self, conn: sqlite3.Connection, ref: b.LeaseRef,
-                            now: int) -> None: ...
-
+class SqliteKeyMethods(SqliteClaimMethods):
     async def occurrence_claim_keys(self, p: b.OccurrenceClaimKeysParams) -> b.KeyClaimResult:
         keys = unique(p.keys)[:b.MAX_BATCH]
 
@@ -67,40 +48,14 @@ class SqliteKeyMethods:
         candidates = [self._candidate(raw[k]) for k in sorted_keys.claimable]
         running = self._running_of(conn, {c.job_id for c in candidates})
         plan = plan_claims(candidates, running, p.now, len(candidates))
-        self._apply_key_marks(conn, plan, now)
-        claims = [self._claim_key(conn, c, raw[(c.job_id, c.scheduled_at)], p, now)
+        self._apply_marks(conn, plan, now)
+        claims = [self._claim(conn, c, raw[(c.job_id, c.scheduled_at)], p, now)
                   for c in plan.claim]
         return b.KeyClaimResult(
             claims=claims, missed=len(plan.missed), skipped=len(plan.skipped),
             cancelled=plan.cancel_running,
             not_due=sorted_keys.not_due + left_waiting(sorted_keys.claimable, plan, rows),
             gone=sorted_keys.gone)
-
-    def _apply_key_marks(self, conn: sqlite3.Connection, plan: ClaimPlan, now: int) -> None:
-        for attr, state, why in _MARKS:
-            for c in getattr(plan, attr):
-                self._mark(conn, c, state, now, why)
-        for ref in plan.cancel_running:
-            self._cancel_running(conn, ref, now)
-
-    def _claim_key(self, conn: sqlite3.Connection, c: Candidate, row: sqlite3.Row,
-                   p: b.OccurrenceClaimKeysParams, now: int) -> Claim:
-        lease = max(p.lease_seconds, c.spec.timeout_seconds) + p.lease_margin_seconds
-        lease_until = now + int(lease * 1_000_000)
-        conn.execute(Q["occurrence_claim"], (lease_until, p.worker, now, c.job_id,
-                                             row["scheduled_at"]))
-        conn.execute(Q["attempt_insert"], (c.job_id, row["scheduled_at"], row["attempt"] + 1,
-                                           p.worker, row["due_at"], now))
-        job = Job(id=c.job_id, spec=c.spec,
-                  next_run_at=None if row["job_next_run_at"] is None
-                  else from_us(row["job_next_run_at"]),
-                  created_at=from_us(row["job_created_at"]),
-                  updated_at=from_us(row["job_updated_at"]), shard=row["job_shard"])
-        occ = occurrence_from_row(row)
-        occ = replace(occ, state=OccurrenceState.RUNNING, attempt=occ.attempt + 1,
-                      lease_until=from_us(lease_until), worker=p.worker,
-                      updated_at=from_us(now))
-        return Claim(occurrence=occ, job=job)
 
     async def occurrence_waiting(self, p: b.OccurrenceWaitingParams) -> list[
             b.WaitingOccurrence]:

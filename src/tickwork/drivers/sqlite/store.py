@@ -1,52 +1,34 @@
 """The SQLite store: the embedded deployment's source of truth.
 
-Every method runs on the connection's own thread as one transaction; writes take the write lock
-up front with ``BEGIN IMMEDIATE``, which is also what makes claims exclusive.
+Jobs and the store's lifecycle here; occurrences (``occurrences.py``) and claims (``claims.py``,
+``keys.py``) in mixins. Every method runs on the connection's own thread as one transaction;
+writes take the write lock up front with ``BEGIN IMMEDIATE``, which is also what makes claims
+exclusive.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
 from tickwork.drivers import base as b
-from tickwork.drivers.claiming import Candidate, plan_claims
 from tickwork.drivers.codec import new_job_ids, spec_to_json, specs_to_json
-from tickwork.drivers.rows import STATES, TRIGGERS, SpecCache
+from tickwork.drivers.rows import SpecCache
 from tickwork.drivers.sqlfiles import load_migrations, load_queries, split_statements
 from tickwork.drivers.sqlite.connection import Connection, path_from_url, write_transaction
 from tickwork.drivers.sqlite.keys import SqliteKeyMethods
-from tickwork.drivers.sqlite.rows import (
-    attempt_from_row,
-    from_us,
-    job_from_row,
-    occurrence_from_row,
-    to_us,
-    to_us_or_none,
-)
-from tickwork.errors import Conflict, JobNotFound, OccurrenceNotFound
-from tickwork.models import (
-    TERMINAL_STATES,
-    Attempt,
-    AttemptOutcome,
-    Claim,
-    Delivery,
-    Job,
-    JobSpec,
-    Occurrence,
-    OccurrenceState,
-)
+from tickwork.drivers.sqlite.occurrences import SqliteOccurrenceMethods
+from tickwork.drivers.sqlite.rows import from_us, job_from_row, to_us, to_us_or_none
+from tickwork.errors import Conflict, JobNotFound
+from tickwork.models import Job, JobSpec
 
 Q = load_queries("tickwork.drivers.sqlite")
 MIGRATIONS = load_migrations("tickwork.drivers.sqlite")
-RUNNING = OccurrenceState.RUNNING.value
 
 
-class SqliteStore(SqliteKeyMethods):
+class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods):
     """``SqliteStore("sqlite:///tickwork.db")``; call ``migrate()`` once before use."""
 
     def __init__(self, url: str) -> None:
@@ -222,214 +204,6 @@ class SqliteStore(SqliteKeyMethods):
 
         return await self._conn.run(run)
 
-    # -- occurrences -------------------------------------------------------------------------
-
-    async def occurrence_insert(self, p: b.OccurrenceInsertParams) -> list[Occurrence]:
-        def run(conn: sqlite3.Connection) -> list[Occurrence]:
-            with write_transaction(conn):
-                self._insert_occurrences(conn, p.occurrences, to_us(p.now))
-            return [self._occurrence_row(conn, o.job_id, o.scheduled_at) for o in p.occurrences]
-
-        return await self._conn.run(run)
-
-    def _insert_occurrences(
-        self, conn: sqlite3.Connection, items: Sequence[b.NewOccurrence], now: int
-    ) -> int:
-        rows = [(
-            o.job_id, to_us(o.scheduled_at), to_us(o.due_at), o.queue, o.priority, o.state.value,
-            o.max_attempts, o.trigger.value, now, now,
-            now if o.state in TERMINAL_STATES else None,
-        ) for o in items]
-        before = conn.total_changes
-        conn.executemany(Q["occurrence_insert"], rows)
-        return conn.total_changes - before
-
-    async def occurrence_claim(self, p: b.OccurrenceClaimParams) -> b.ClaimResult:
-        def run(conn: sqlite3.Connection) -> b.ClaimResult:
-            now = to_us(p.now)
-            with write_transaction(conn):
-                rows = conn.execute(
-                    Q["occurrence_candidates"], (p.queue, now, min(p.limit, b.MAX_BATCH) * 2)
-                ).fetchall()
-                if not rows:
-                    return b.ClaimResult(claims=[])
-                by_key = {(r["job_id"], r["scheduled_at"]): r for r in rows}
-                candidates = [self._candidate(r) for r in rows]
-                running = self._running_of(conn, {c.job_id for c in candidates})
-                plan = plan_claims(candidates, running, p.now, p.limit)
-
-                for c in plan.missed:
-                    self._mark(conn, c, OccurrenceState.MISSED, now, "past its catch-up window")
-                for c in plan.skipped:
-                    self._mark(conn, c, OccurrenceState.SKIPPED_OVERLAP, now,
-                               "an earlier run of the job was still running")
-                for c in plan.superseded:
-                    self._mark(conn, c, OccurrenceState.CANCELLED, now,
-                               "superseded by a newer run (overlap cancel_previous)")
-                for ref in plan.cancel_running:
-                    self._cancel_running(conn, ref, now)
-
-                claims = []
-                for c in plan.claim:
-                    row = by_key[(c.job_id, to_us(c.scheduled_at))]
-                    lease = max(p.lease_seconds, c.spec.timeout_seconds) + p.lease_margin_seconds
-                    lease_until = now + int(lease * 1_000_000)
-                    conn.execute(Q["occurrence_claim"], (
-                        lease_until, p.worker, now, c.job_id, row["scheduled_at"]))
-                    conn.execute(Q["attempt_insert"], (
-                        c.job_id, row["scheduled_at"], row["attempt"] + 1, p.worker,
-                        row["due_at"], now))
-                    job = Job(
-                        id=c.job_id, spec=c.spec,
-                        next_run_at=from_us(row["job_next_run_at"])
-                        if row["job_next_run_at"] is not None else None,
-                        created_at=from_us(row["job_created_at"]),
-                        updated_at=from_us(row["job_updated_at"]), shard=row["job_shard"])
-                    occ = occurrence_from_row(row)
-                    claims.append(Claim(occurrence=_claimed(occ, lease_until, p.worker, now),
-                                        job=job))
-            return b.ClaimResult(claims=claims, missed=len(plan.missed),
-                                 skipped=len(plan.skipped), cancelled=plan.cancel_running)
-
-        return await self._conn.run(run)
-
-    async def occurrence_complete(self, p: b.OccurrenceCompleteParams) -> list[bool]:
-        def run(conn: sqlite3.Connection) -> list[bool]:
-            now = to_us(p.now)
-            applied = []
-            with write_transaction(conn):
-                for c in p.completions:
-                    finished = to_us(c.finished_at) if c.state in TERMINAL_STATES else None
-                    error = c.error if c.state is not OccurrenceState.SUCCEEDED else None
-                    cur = conn.execute(Q["occurrence_complete"], (
-                        c.state.value, to_us_or_none(c.due_at), now, finished, error,
-                        c.job_id, to_us(c.scheduled_at), c.attempt,
-                    ))
-                    ok = cur.rowcount == 1
-                    if ok:
-                        conn.execute(Q["attempt_finish"], (
-                            to_us(c.started_at), to_us(c.finished_at), c.outcome.value,
-                            c.output, c.error, c.job_id, to_us(c.scheduled_at), c.attempt,
-                        ))
-                    applied.append(ok)
-            return applied
-
-        return await self._conn.run(run)
-
-    async def occurrence_heartbeat(self, p: b.OccurrenceHeartbeatParams) -> list[b.LeaseRef]:
-        def run(conn: sqlite3.Connection) -> list[b.LeaseRef]:
-            now = to_us(p.now)
-            lost = []
-            with write_transaction(conn):
-                for ref in p.refs:
-                    cur = conn.execute(Q["occurrence_heartbeat"], (
-                        now, p.extend_seconds, now,
-                        ref.job_id, to_us(ref.scheduled_at), ref.attempt, p.worker))
-                    if cur.rowcount == 0:
-                        lost.append(ref)
-            return lost
-
-        return await self._conn.run(run)
-
-    async def occurrence_release(self, p: b.OccurrenceReleaseParams) -> int:
-        def run(conn: sqlite3.Connection) -> int:
-            now = to_us(p.now)
-            released = 0
-            with write_transaction(conn):
-                for ref in p.refs:
-                    key = (ref.job_id, to_us(ref.scheduled_at))
-                    cur = conn.execute(Q["occurrence_release"], (
-                        now, now, *key, ref.attempt, p.worker))
-                    if cur.rowcount == 1:
-                        conn.execute(Q["attempt_delete"], (*key, ref.attempt))
-                        released += 1
-            return released
-
-        return await self._conn.run(run)
-
-    async def occurrence_rescue(self, p: b.OccurrenceRescueParams) -> list[b.Rescued]:
-        def run(conn: sqlite3.Connection) -> list[b.Rescued]:
-            now = to_us(p.now)
-            rescued = []
-            with write_transaction(conn):
-                rows = conn.execute(Q["occurrence_expired"], (
-                    now, int(p.all_but_worker is not None), p.all_but_worker,
-                    min(p.limit, b.MAX_BATCH))).fetchall()
-                for row in rows:
-                    spec = self._specs.get(row["job_id"], row["job_version"], row["job_spec"])
-                    retry = (spec.delivery is Delivery.AT_LEAST_ONCE
-                             and row["attempt"] < row["max_attempts"])
-                    state = OccurrenceState.RETRYING if retry else OccurrenceState.CRASHED
-                    error = f"lease expired: worker {row['worker']} stopped before finishing"
-                    conn.execute(Q["occurrence_rescue"], (
-                        state.value, now, now, None if retry else now, error,
-                        row["job_id"], row["scheduled_at"], row["attempt"]))
-                    conn.execute(Q["attempt_finish"], (
-                        None, now, AttemptOutcome.CRASHED.value, None, error,
-                        row["job_id"], row["scheduled_at"], row["attempt"]))
-                    rescued.append(b.Rescued(
-                        job_id=row["job_id"], scheduled_at=from_us(row["scheduled_at"]),
-                        attempt=row["attempt"], worker=row["worker"], state=state))
-            return rescued
-
-        return await self._conn.run(run)
-
-    async def occurrence_cancel(self, p: b.OccurrenceCancelParams) -> int:
-        def run(conn: sqlite3.Connection) -> int:
-            now = to_us(p.now)
-            with write_transaction(conn):
-                conn.execute(Q["attempt_close_running_of_job"], (now, p.reason, p.job_id))
-                return conn.execute(
-                    Q["occurrence_cancel_job"], (now, now, p.reason, p.job_id)).rowcount
-
-        return await self._conn.run(run)
-
-    async def occurrence_get(self, job_id: str, scheduled_at: datetime) -> Occurrence:
-        return await self._conn.run(lambda conn: self._occurrence_row(conn, job_id, scheduled_at))
-
-    async def occurrence_list(self, p: b.OccurrenceListParams) -> list[Occurrence]:
-        where: list[str] = []
-        args: list[object] = []
-        if p.job_id is not None:
-            where.append("job_id = ?")
-            args.append(p.job_id)
-        if p.states:
-            where.append(f"state IN ({','.join('?' * len(p.states))})")
-            args.extend(s.value for s in p.states)
-        if p.since is not None:
-            where.append("scheduled_at >= ?")
-            args.append(to_us(p.since))
-        if p.until is not None:
-            where.append("scheduled_at < ?")
-            args.append(to_us(p.until))
-        order = "DESC" if p.newest_first else "ASC"
-        if p.before is not None:
-            where.append(f"(scheduled_at, job_id) {'<' if p.newest_first else '>'} (?, ?)")
-            args.extend((to_us(p.before[0]), p.before[1]))
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
-        sql = (f"SELECT * FROM occurrences {clause} "  # noqa: S608  (fixed fragments only)
-               f"ORDER BY scheduled_at {order}, job_id {order} LIMIT ?")
-        args.append(min(p.limit, b.MAX_BATCH))
-
-        def run(conn: sqlite3.Connection) -> list[Occurrence]:
-            return [occurrence_from_row(r) for r in conn.execute(sql, args)]
-
-        return await self._conn.run(run)
-
-    async def occurrence_next_due(self, queue: str, now: datetime) -> datetime | None:
-        def run(conn: sqlite3.Connection) -> datetime | None:
-            value = conn.execute(Q["occurrence_next_due"], (queue,)).fetchone()[0]
-            return None if value is None else from_us(value)
-
-        return await self._conn.run(run)
-
-    async def attempt_list(self, job_id: str, scheduled_at: datetime) -> list[Attempt]:
-        def run(conn: sqlite3.Connection) -> list[Attempt]:
-            rows = conn.execute(Q["attempt_list"], (job_id, to_us(scheduled_at)))
-            return [attempt_from_row(r) for r in rows]
-
-        return await self._conn.run(run)
-
     # -- helpers (on the connection's thread) ------------------------------------------------
 
     def _job_row(self, conn: sqlite3.Connection, job_id: str) -> Job:
@@ -437,53 +211,6 @@ class SqliteStore(SqliteKeyMethods):
         if row is None:
             raise JobNotFound(job_id)
         return job_from_row(row, self._specs)
-
-    def _occurrence_row(
-        self, conn: sqlite3.Connection, job_id: str, scheduled_at: datetime
-    ) -> Occurrence:
-        row = conn.execute(Q["occurrence_get"], (job_id, to_us(scheduled_at))).fetchone()
-        if row is None:
-            raise OccurrenceNotFound(f"{job_id}@{scheduled_at.isoformat()}")
-        return occurrence_from_row(row)
-
-    def _candidate(self, row: sqlite3.Row) -> Candidate:
-        return Candidate(
-            job_id=row["job_id"], scheduled_at=from_us(row["scheduled_at"]),
-            state=STATES[row["state"]], attempt=row["attempt"],
-            trigger=TRIGGERS[row["trigger"]],
-            spec=self._specs.get(row["job_id"], row["job_version"], row["job_spec"]),
-        )
-
-    def _running_of(
-        self, conn: sqlite3.Connection, job_ids: set[str]
-    ) -> dict[str, list[b.LeaseRef]]:
-        running: dict[str, list[b.LeaseRef]] = defaultdict(list)
-        for job_id in job_ids:
-            for r in conn.execute(Q["occurrence_running_of_job"], (job_id,)):
-                running[job_id].append(
-                    b.LeaseRef(r["job_id"], from_us(r["scheduled_at"]), r["attempt"]))
-        return running
-
-    def _mark(self, conn: sqlite3.Connection, c: Candidate, state: OccurrenceState, now: int,
-              why: str) -> None:
-        conn.execute(Q["occurrence_mark"], (
-            state.value, now, now, why, c.job_id, to_us(c.scheduled_at)))
-
-    def _cancel_running(self, conn: sqlite3.Connection, ref: b.LeaseRef, now: int) -> None:
-        why = "cancelled: a newer run started (overlap cancel_previous)"
-        key = (ref.job_id, to_us(ref.scheduled_at))
-        conn.execute(
-            "UPDATE occurrences SET state = 'cancelled', finished_at = ?, updated_at = ?, "
-            "lease_until = NULL, last_error = ? "
-            "WHERE job_id = ? AND scheduled_at = ? AND attempt = ? AND state = 'running'",
-            (now, now, why, *key, ref.attempt))
-        conn.execute(Q["attempt_finish"], (
-            None, now, AttemptOutcome.FAILED.value, None, why, *key, ref.attempt))
-
-
-def _claimed(occ: Occurrence, lease_until: int, worker: str, now: int) -> Occurrence:
-    return replace(occ, state=OccurrenceState.RUNNING, attempt=occ.attempt + 1,
-                   lease_until=from_us(lease_until), worker=worker, updated_at=from_us(now))
 
 
 def _with_paused(spec: JobSpec, paused: bool) -> JobSpec:

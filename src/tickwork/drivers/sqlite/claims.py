@@ -1,0 +1,117 @@
+"""Claims: due occurrences of one queue, decided and taken in one write transaction.
+
+A mixin of ``SqliteStore``. ``BEGIN IMMEDIATE`` takes the write lock up front, which is what
+makes claims exclusive here: read the candidates and the running occurrences of their jobs, let
+``claiming.plan_claims`` decide, and apply its plan row by row.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from dataclasses import replace
+
+from tickwork.drivers import base as b
+from tickwork.drivers.claiming import Candidate, ClaimPlan, plan_claims
+from tickwork.drivers.rows import STATES, TRIGGERS, SpecCache
+from tickwork.drivers.sqlfiles import load_queries
+from tickwork.drivers.sqlite.connection import Connection, write_transaction
+from tickwork.drivers.sqlite.rows import from_us, occurrence_from_row, to_us
+from tickwork.models import AttemptOutcome, Claim, Job, OccurrenceState
+
+Q = load_queries("tickwork.drivers.sqlite")
+
+_MARKS = (
+    ("missed", OccurrenceState.MISSED, "past its catch-up window"),
+    ("skipped", OccurrenceState.SKIPPED_OVERLAP, "an earlier run of the job was still running"),
+    ("superseded", OccurrenceState.CANCELLED,
+     "superseded by a newer run (overlap cancel_previous)"),
+)
+
+
+class SqliteClaimMethods:
+    _conn: Connection
+    _specs: SpecCache
+
+    async def occurrence_claim(self, p: b.OccurrenceClaimParams) -> b.ClaimResult:
+        def run(conn: sqlite3.Connection) -> b.ClaimResult:
+            now = to_us(p.now)
+            with write_transaction(conn):
+                rows = conn.execute(
+                    Q["occurrence_candidates"], (p.queue, now, min(p.limit, b.MAX_BATCH) * 2)
+                ).fetchall()
+                if not rows:
+                    return b.ClaimResult(claims=[])
+                by_key = {(r["job_id"], r["scheduled_at"]): r for r in rows}
+                candidates = [self._candidate(r) for r in rows]
+                running = self._running_of(conn, {c.job_id for c in candidates})
+                plan = plan_claims(candidates, running, p.now, p.limit)
+                self._apply_marks(conn, plan, now)
+                claims = [self._claim(conn, c, by_key[(c.job_id, to_us(c.scheduled_at))], p, now)
+                          for c in plan.claim]
+            return b.ClaimResult(claims=claims, missed=len(plan.missed),
+                                 skipped=len(plan.skipped), cancelled=plan.cancel_running)
+
+        return await self._conn.run(run)
+
+    # -- helpers (on the connection's thread; the key claims use them too) ------------------
+
+    def _candidate(self, row: sqlite3.Row) -> Candidate:
+        return Candidate(
+            job_id=row["job_id"], scheduled_at=from_us(row["scheduled_at"]),
+            state=STATES[row["state"]], attempt=row["attempt"],
+            trigger=TRIGGERS[row["trigger"]],
+            spec=self._specs.get(row["job_id"], row["job_version"], row["job_spec"]),
+        )
+
+    def _running_of(
+        self, conn: sqlite3.Connection, job_ids: set[str]
+    ) -> dict[str, list[b.LeaseRef]]:
+        running: dict[str, list[b.LeaseRef]] = defaultdict(list)
+        for job_id in job_ids:
+            for r in conn.execute(Q["occurrence_running_of_job"], (job_id,)):
+                running[job_id].append(
+                    b.LeaseRef(r["job_id"], from_us(r["scheduled_at"]), r["attempt"]))
+        return running
+
+    def _apply_marks(self, conn: sqlite3.Connection, plan: ClaimPlan, now: int) -> None:
+        for attr, state, why in _MARKS:
+            for c in getattr(plan, attr):
+                self._mark(conn, c, state, now, why)
+        for ref in plan.cancel_running:
+            self._cancel_running(conn, ref, now)
+
+    def _mark(self, conn: sqlite3.Connection, c: Candidate, state: OccurrenceState, now: int,
+              why: str) -> None:
+        conn.execute(Q["occurrence_mark"], (
+            state.value, now, now, why, c.job_id, to_us(c.scheduled_at)))
+
+    def _cancel_running(self, conn: sqlite3.Connection, ref: b.LeaseRef, now: int) -> None:
+        why = "cancelled: a newer run started (overlap cancel_previous)"
+        key = (ref.job_id, to_us(ref.scheduled_at))
+        conn.execute(
+            "UPDATE occurrences SET state = 'cancelled', finished_at = ?, updated_at = ?, "
+            "lease_until = NULL, last_error = ? "
+            "WHERE job_id = ? AND scheduled_at = ? AND attempt = ? AND state = 'running'",
+            (now, now, why, *key, ref.attempt))
+        conn.execute(Q["attempt_finish"], (
+            None, now, AttemptOutcome.FAILED.value, None, why, *key, ref.attempt))
+
+    def _claim(self, conn: sqlite3.Connection, c: Candidate, row: sqlite3.Row,
+               p: b.OccurrenceClaimParams | b.OccurrenceClaimKeysParams, now: int) -> Claim:
+        lease = max(p.lease_seconds, c.spec.timeout_seconds) + p.lease_margin_seconds
+        lease_until = now + int(lease * 1_000_000)
+        conn.execute(Q["occurrence_claim"], (lease_until, p.worker, now, c.job_id,
+                                             row["scheduled_at"]))
+        conn.execute(Q["attempt_insert"], (c.job_id, row["scheduled_at"], row["attempt"] + 1,
+                                           p.worker, row["due_at"], now))
+        job = Job(id=c.job_id, spec=c.spec,
+                  next_run_at=None if row["job_next_run_at"] is None
+                  else from_us(row["job_next_run_at"]),
+                  created_at=from_us(row["job_created_at"]),
+                  updated_at=from_us(row["job_updated_at"]), shard=row["job_shard"])
+        occ = occurrence_from_row(row)
+        occ = replace(occ, state=OccurrenceState.RUNNING, attempt=occ.attempt + 1,
+                      lease_until=from_us(lease_until), worker=p.worker,
+                      updated_at=from_us(now))
+        return Claim(occurrence=occ, job=job)
