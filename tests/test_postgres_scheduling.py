@@ -13,6 +13,7 @@ import pytest
 
 from tickwork.clock import FakeClock
 from tickwork.drivers.base import OccurrenceListParams
+from tickwork.drivers.postgres.notify import SHARDS_CHANNEL, NotifyListener
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.models import OccurrenceState, ScheduleSpec
 from tickwork.scheduler.planner import Planner
@@ -151,6 +152,52 @@ async def test_a_new_scheduler_takes_its_share_at_once_leaving_no_shard_unplanne
             await lsr.run_once(clock.now())
             assert await leases.check(clock.now(), [a, b]) == owners
         assert (a.held, b.held) == held
+
+
+class Watched(ShardLeaser):
+    """A leaser that says when a pass is done."""
+
+    passed: asyncio.Event
+
+    async def run_once(self, now: datetime) -> frozenset[int]:
+        held = await super().run_once(now)
+        self.passed.set()
+        return held
+
+
+async def test_shards_given_back_at_a_graceful_stop_are_taken_at_once(
+    stores: list[PostgresStore], postgres_url: str,
+) -> None:
+    """Not at the others' next lease pass: the clock never moves here, so only the stopping
+    scheduler's notification can make b look again."""
+    clock = FakeClock(NOW)
+    a = leaser(stores[0], clock, "a")
+    b = Watched(store=stores[1], clock=clock, owner="b", lease_seconds=10, interval_seconds=3)
+    b.passed = asyncio.Event()
+    await a.run_once(clock.now())
+    await b.run_once(clock.now())
+    assert len(b.held) == 32
+    given_back: list[str] = []
+
+    def on_wake(owner: str | None) -> None:  # None: the listener (re)connected
+        if owner is not None:
+            given_back.append(owner)
+            b.wake()
+
+    listener = NotifyListener(postgres_url, on_wake, clock=clock, channel=SHARDS_CHANNEL)
+    b.start()
+    try:
+        await asyncio.wait_for(b.passed.wait(), 10)  # its first pass; then it waits 3 s
+        listener.start()
+        await asyncio.wait_for(listener.listening.wait(), 10)
+        await a.stop()  # gives its 32 shards back, and says so
+        while b.held != ALL:
+            b.passed.clear()
+            await asyncio.wait_for(b.passed.wait(), 10)
+        assert given_back == ["a"]
+    finally:
+        await listener.stop()
+        await b.stop()
 
 
 async def test_three_schedulers_starting_one_after_another_or_together(

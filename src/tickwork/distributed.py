@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from tickwork.clock import Clock, SystemClock
 from tickwork.config import Settings
 from tickwork.drivers import safe_url
-from tickwork.drivers.postgres.notify import NotifyListener
+from tickwork.drivers.postgres.notify import SHARDS_CHANNEL, NotifyListener
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.errors import ConfigError, DispatchError
 from tickwork.executors import build_executors
@@ -178,6 +178,10 @@ class SchedulerProcess(_Process):
             self.redis.reconciler.on_reconciled = self._reconciled
         self.pruner = Pruner(store=self.store, clock=self.clock,
                              retention_days=s.retention_days)
+        # A scheduler stopping gives its shards back and says so: take them now, not at the
+        # next lease pass, so they are never left unplanned for seconds.
+        self.listener = NotifyListener(s.database, lambda _: self.leaser.wake(),
+                                       clock=self.clock, channel=SHARDS_CHANNEL)
         self._started = False
 
     async def start(self) -> None:
@@ -190,6 +194,7 @@ class SchedulerProcess(_Process):
             await self.dispatch.check_settings()
         for loop in (self.leaser, self.planner, self.rescuer, self.pruner, *self._redis_loops()):
             loop.start()
+        self.listener.start()
         await self._serve_metrics()
         log.info("tickwork scheduler is running: database %s, scheduler %s, %d of %d shards%s",
                  safe_url(self.settings.database), self.id, len(self.leaser.held),
@@ -230,6 +235,7 @@ class SchedulerProcess(_Process):
     async def stop(self) -> None:
         log.info("stopping scheduler %s", self.id)
         await self._stop_metrics()
+        await self.listener.stop()
         for loop in (self.planner, self.rescuer, self.pruner, *self._redis_loops()):
             await loop.stop()
         if self._started:

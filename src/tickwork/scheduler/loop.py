@@ -14,7 +14,7 @@ STOP_RECHECK_SECONDS = 0.1
 
 class Loop:
     """Calls ``tick(now)`` every ``interval_seconds`` on the injected clock; at once again
-    when ``tick`` says more work is waiting."""
+    when ``tick`` says more work is waiting, or when ``wake()`` is called."""
 
     name = "loop"
 
@@ -22,11 +22,16 @@ class Loop:
         self.clock = clock
         self.interval_seconds = interval_seconds
         self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
         self._log = logging.getLogger(f"tickwork.{self.name}")
 
     async def tick(self, now: datetime) -> bool:
         """One bounded pass; returns whether more work is waiting."""
         raise NotImplementedError
+
+    def wake(self) -> None:
+        """Run the next pass now rather than at the end of the interval."""
+        self._wake.set()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name=f"tickwork-{self.name}")
@@ -52,4 +57,16 @@ class Loop:
                     self._log.exception("%s pass failed; retrying in %gs", self.name,
                                         self.interval_seconds)
             if not more:
-                await self.clock.sleep(self.interval_seconds)
+                await self._pause()
+
+    async def _pause(self) -> None:
+        """Until the interval has passed on the injected clock, or ``wake()``."""
+        if not self._wake.is_set():
+            waiter = asyncio.ensure_future(self._wake.wait())
+            sleeper = asyncio.ensure_future(self.clock.sleep(self.interval_seconds))
+            try:
+                await asyncio.wait([waiter, sleeper], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+                sleeper.cancel()
+        self._wake.clear()

@@ -49,6 +49,7 @@ class ShardLeaseMethods:
         async with self.pool.transaction() as conn:
             await conn.execute(Q["shard_leases_release"], (owner,))
             await conn.execute(Q["scheduler_node_leave"], (owner,))
+            await conn.execute(Q["shard_leases_announce"], (owner,))
 
 
 async def _shards(conn: Conn, query: LiteralString, args: dict[str, object]) -> list[int]:

@@ -14,20 +14,25 @@ import logging
 from collections.abc import Callable
 
 import psycopg
+from psycopg import sql
 
 from tickwork.clock import Clock, SystemClock
 from tickwork.drivers import safe_url
 from tickwork.drivers.postgres.connection import CONNECT_OPTIONS, libpq_url
 
 CHANNEL = "tickwork_wake"
+SHARDS_CHANNEL = "tickwork_shards"  # a scheduler gave its shard leases back: take them now
 log = logging.getLogger("tickwork.notify")
 
 
 class NotifyListener:
     def __init__(self, url: str, on_wake: Callable[[str | None], None], *,
-                 clock: Clock | None = None, retry_seconds: float = 1.0) -> None:
-        """``on_wake(queue)``: a queue has new work; ``on_wake(None)``: look at every queue."""
+                 clock: Clock | None = None, retry_seconds: float = 1.0,
+                 channel: str = CHANNEL) -> None:
+        """``on_wake(queue)``: a queue has new work; ``on_wake(None)``: look at every queue.
+        ``channel``: what to listen to (``SHARDS_CHANNEL``: schedulers, payload unused)."""
         self.url = libpq_url(url)
+        self.channel = channel
         self.on_wake = on_wake
         self.clock = clock or SystemClock()
         self.retry_seconds = retry_seconds
@@ -63,7 +68,7 @@ class NotifyListener:
         conn = await psycopg.AsyncConnection.connect(
             self.url, autocommit=True, options=CONNECT_OPTIONS, connect_timeout=10)
         try:
-            await conn.execute(f"LISTEN {CHANNEL}")
+            await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
             self.listening.set()
             if self._lost:
                 log.info("notification listener on %s listening again", safe_url(self.url))

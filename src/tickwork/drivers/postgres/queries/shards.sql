@@ -53,3 +53,8 @@ UPDATE shard_leases SET owner = NULL, expires_at = '-infinity' WHERE owner = %s
 
 -- name: scheduler_node_leave
 DELETE FROM scheduler_nodes WHERE id = %s
+
+-- name: shard_leases_announce
+-- Delivered at commit: the other schedulers take the shards given back without waiting for
+-- their next lease pass. The payload: who gave them back.
+SELECT pg_notify('tickwork_shards', %s)
