@@ -185,7 +185,7 @@ class OccurrenceMethods:
         return [occurrence_from_row(r) for r in rows]
 
     async def occurrence_next_due(self, queue: str, now: datetime) -> datetime | None:
-        async with self.pool.transaction() as conn:
+        async with self.pool.statement() as conn:
             row = await fetch_one(conn, Q["occurrence_next_due"], (queue,))
         return None if row is None or row["due_at"] is None else instant(row["due_at"])
 
