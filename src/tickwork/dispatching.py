@@ -34,7 +34,7 @@ from tickwork.drivers.base import (
     Rescued,
     Store,
 )
-from tickwork.drivers.dispatch import Dispatch, DueAddParams, DueItem, to_ms
+from tickwork.drivers.dispatch import Dispatch, DueAddParams, DueItem, due_ms
 from tickwork.drivers.redis.dispatch import RedisDispatch
 from tickwork.errors import DispatchError, DispatchUnavailable
 from tickwork.models import Occurrence, OccurrenceState
@@ -70,7 +70,7 @@ def parse_key(key: str) -> tuple[str, datetime]:
 
 def due_item(o: NewOccurrence | Occurrence) -> DueItem:
     return DueItem(queue=o.queue, key=occurrence_key(o.job_id, o.scheduled_at),
-                   due_ms=to_ms(o.due_at), priority=o.priority)
+                   due_ms=due_ms(o.due_at), priority=o.priority)
 
 
 class StoreWaitingSource:
@@ -85,7 +85,7 @@ class StoreWaitingSource:
             queue=queue, after=None if after is None else parse_key(after), limit=limit,
             due_before=None if due_before_ms is None else datetime.fromtimestamp(
                 due_before_ms / 1000, tz=UTC)))
-        return [WaitingItem(occurrence_key(r.job_id, r.scheduled_at), to_ms(r.due_at),
+        return [WaitingItem(occurrence_key(r.job_id, r.scheduled_at), due_ms(r.due_at),
                             r.priority) for r in rows]
 
 

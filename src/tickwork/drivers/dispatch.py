@@ -22,11 +22,25 @@ MAX_PROMOTE = 1000
 MAX_READ = 1000
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def to_ms(when: datetime) -> int:
     """An aware instant as whole milliseconds since the Unix epoch (naive means UTC)."""
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return int(when.timestamp() * 1000)
+
+
+def due_ms(when: datetime) -> int:
+    """A due time as a due-set score: whole milliseconds, rounded up, so an occurrence due at
+    12:00:00.0007 is promoted at 12:00:00.001, never at 12:00:00.000, when the store, asked to
+    claim it, would still call it not due (and it would be re-armed a second later)."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    seconds = when - EPOCH
+    return -(-(seconds.days * 86_400_000_000 + seconds.seconds * 1_000_000
+               + seconds.microseconds) // 1000)
 
 
 def from_ms(ms: int) -> datetime:

@@ -116,7 +116,6 @@ class Reconciler(Loop):
         self._rebuilds: dict[str, _Rebuild] = {}
         self._repaired_at: dict[str, datetime] = {}
         self._trimmed_at: datetime | None = None
-        self._wake = asyncio.Event()
         self._outage = False  # a pass failed with Redis unreachable: rebuild when it answers
 
     def queues(self) -> list[str]:
@@ -125,7 +124,7 @@ class Reconciler(Loop):
     def notify_lost(self, queue: str) -> None:
         """A worker's read had to create consumer groups for ``queue``: rebuild it now."""
         self._lost.add(queue)
-        self._wake.set()
+        self.wake()
 
     async def run_once(self, now: datetime) -> tuple[list[Reconciled], bool]:
         """One bounded pass. Returns the rebuilds finished in it and whether more is left."""
@@ -206,9 +205,8 @@ class Reconciler(Loop):
                 return done
         return None
 
-    async def _loop(self) -> None:  # Loop's, plus notify_lost() waking it at once
+    async def _loop(self) -> None:  # Loop's, logging an unreachable Redis once
         while True:
-            self._wake.clear()
             more = False
             try:
                 more = await self.tick(self.clock.now())
@@ -223,10 +221,4 @@ class Reconciler(Loop):
             if more:
                 await asyncio.sleep(0)
                 continue
-            waiter = asyncio.ensure_future(self._wake.wait())
-            sleeper = asyncio.ensure_future(self.clock.sleep(self.interval_seconds))
-            try:
-                await asyncio.wait([waiter, sleeper], return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiter.cancel()
-                sleeper.cancel()
+            await self._pause()

@@ -45,6 +45,7 @@ from tickwork.drivers.dispatch import (
     EntryReclaimParams,
     EntryRetryParams,
     EntryTouchParams,
+    due_ms,
     to_ms,
 )
 from tickwork.errors import DispatchError, DispatchUnavailable
@@ -224,7 +225,7 @@ class RedisClaimSource:
             entry = by_key.pop((job_id, scheduled_at))
             try:
                 await self.dispatch.entry_retry(EntryRetryParams(
-                    queue=queue, entry=entry, due_ms=max(to_ms(due_at), floor)))
+                    queue=queue, entry=entry, due_ms=max(due_ms(due_at), floor)))
             except DispatchError as exc:  # still pending: reclaimed later, decided again
                 log.warning("could not re-arm %s (%s)", entry.key, exc)
         self._ack(queue, list(by_key.values()))
@@ -263,14 +264,14 @@ class RedisClaimSource:
             if retry_at is not None:
                 occ = claim.occurrence
                 await self.feeder.add([DueItem(occ.queue, occurrence_key(*claim.key),
-                                               to_ms(retry_at), occ.priority)])
+                                               due_ms(retry_at), occ.priority)])
             return
         queue, entry = held
         if retry_at is None:
             self._ack(queue, [entry])
             return
         try:  # the store holds the retry already: ack and re-arm in one step
-            await self.dispatch.entry_retry(EntryRetryParams(queue, entry, to_ms(retry_at)))
+            await self.dispatch.entry_retry(EntryRetryParams(queue, entry, due_ms(retry_at)))
         except DispatchError as exc:
             log.warning("could not re-arm the retry of %s in Redis (%s); the entry will be "
                         "reclaimed and re-armed", entry.key, exc)
