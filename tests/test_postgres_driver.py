@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -256,3 +257,26 @@ async def test_a_single_statement_runs_without_a_transaction_and_leaves_none_beh
             assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
     finally:
         await pool.close()
+
+
+@pytest.mark.parametrize("name", ["occurrence_keys_lock", "occurrence_keys_peek"])
+async def test_claims_by_key_look_each_key_up_even_in_a_plan_made_for_an_empty_table(
+        postgres_url: str, name: str) -> None:
+    """Prepared statements keep the generic plan made on first use; on a new database that
+    was a hash join over a scan of every occurrence, kept as the table grew."""
+    values = {"job_ids": "'{j}'", "scheduled": "'{2030-01-01}'", "server_clock": "true"}
+    names: list[str] = []
+
+    def placeholder(match: re.Match[str]) -> str:
+        names.append(match[1])
+        return f"${len(names)}"
+
+    sql = re.sub(r"%\((\w+)\)[bs]", placeholder, Q[name])
+    args = ", ".join(values[n] for n in names)
+    async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
+        await conn.execute("SET plan_cache_mode = force_generic_plan")
+        await conn.execute(f"PREPARE probe AS {sql}")  # type: ignore[arg-type]
+        cur = await conn.execute(f"EXPLAIN EXECUTE probe({args})")  # type: ignore[arg-type]
+        plan = "\n".join(row[0] for row in await cur.fetchall())
+    assert "Seq Scan on occurrences" not in plan, plan
+    assert "Index" in plan, plan
