@@ -223,9 +223,13 @@ class RedisClaimSource:
         floor = to_ms(now) + self.recheck_ms
         for job_id, scheduled_at, due_at in result.not_due:
             entry = by_key.pop((job_id, scheduled_at))
+            again = max(due_ms(due_at), floor)
+            log.debug("%s: not claimable yet (due %s; paused, locked or held back): "
+                      "delivered again in %d ms", entry.key, due_at.isoformat(),
+                      again - to_ms(now))
             try:
                 await self.dispatch.entry_retry(EntryRetryParams(
-                    queue=queue, entry=entry, due_ms=max(due_ms(due_at), floor)))
+                    queue=queue, entry=entry, due_ms=again))
             except DispatchError as exc:  # still pending: reclaimed later, decided again
                 log.warning("could not re-arm %s (%s)", entry.key, exc)
         self._ack(queue, list(by_key.values()))
