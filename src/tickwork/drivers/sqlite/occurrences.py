@@ -183,8 +183,8 @@ class SqliteOccurrenceMethods:
 
     async def occurrence_next_due(self, queue: str, now: datetime) -> datetime | None:
         def run(conn: sqlite3.Connection) -> datetime | None:
-            row = conn.execute(Q["occurrence_next_due"], (queue,)).fetchone()
-            return None if row is None else from_us(row[0])
+            value = conn.execute(Q["occurrence_next_due"], (queue,)).fetchone()[0]
+            return None if value is None else from_us(value)
 
         return await self._conn.run(run)
 

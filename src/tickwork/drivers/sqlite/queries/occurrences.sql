@@ -8,11 +8,9 @@ ON CONFLICT (job_id, scheduled_at) DO NOTHING
 SELECT * FROM occurrences WHERE job_id = ? AND scheduled_at = ?
 
 -- name: occurrence_candidates
--- In claim order straight from occurrences_due, stopping at the limit: given only the queue
--- and due_at to go by, SQLite would pick occurrences_next_due and sort every due row of a burst.
 SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_next_run_at,
        j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard
-FROM occurrences o INDEXED BY occurrences_due JOIN jobs j ON j.id = o.job_id
+FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying') AND o.due_at <= ?
   AND j.paused = 0 AND j.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused = 1)
@@ -73,12 +71,9 @@ WHERE job_id = ? AND state = 'running'
 
 -- name: occurrence_next_due
 -- The same eligibility as occurrence_candidates, so a worker never wakes for what it cannot claim.
--- In due order (occurrences_next_due): the first eligible one answers, however many wait.
-SELECT o.due_at FROM occurrences o JOIN jobs j ON j.id = o.job_id
+SELECT MIN(o.due_at) FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying')
   AND j.paused = 0 AND j.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused = 1)
   AND NOT (j.overlap = 'buffer_all' AND EXISTS (
       SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running'))
-ORDER BY o.due_at
-LIMIT 1
