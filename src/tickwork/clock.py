@@ -137,3 +137,16 @@ class _FakeDeadline:
 
     def expired(self) -> bool:
         return self._timeout.expired()
+
+
+async def wait_event(clock: Clock, event: asyncio.Event, seconds: float) -> None:
+    """Until ``event`` is set or ``seconds`` pass on ``clock``, whichever comes first."""
+    if event.is_set():
+        return
+    waiter = asyncio.ensure_future(event.wait())
+    sleeper = asyncio.ensure_future(clock.sleep(seconds))
+    try:
+        await asyncio.wait([waiter, sleeper], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        sleeper.cancel()

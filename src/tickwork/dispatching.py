@@ -34,7 +34,7 @@ from tickwork.drivers.base import (
     Rescued,
     Store,
 )
-from tickwork.drivers.dispatch import Dispatch, DueAddParams, DueItem, due_ms
+from tickwork.drivers.dispatch import EPOCH, Dispatch, DueAddParams, DueItem, due_ms
 from tickwork.drivers.redis.dispatch import RedisDispatch
 from tickwork.errors import DispatchError, DispatchUnavailable
 from tickwork.models import Occurrence, OccurrenceState
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("tickwork.dispatching")
 
 SEPARATOR = "|"
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _WAITING = frozenset({OccurrenceState.SCHEDULED, OccurrenceState.QUEUED,
                       OccurrenceState.RETRYING})
 
@@ -57,7 +56,7 @@ def occurrence_key(job_id: str, scheduled_at: datetime) -> str:
     """``job_id|<µs since the epoch>``: exact (no float), and sorts nowhere in particular."""
     if scheduled_at.tzinfo is None:
         scheduled_at = scheduled_at.replace(tzinfo=UTC)
-    return f"{job_id}{SEPARATOR}{(scheduled_at - _EPOCH) // timedelta(microseconds=1)}"
+    return f"{job_id}{SEPARATOR}{(scheduled_at - EPOCH) // timedelta(microseconds=1)}"
 
 
 def parse_key(key: str) -> tuple[str, datetime]:
@@ -65,7 +64,7 @@ def parse_key(key: str) -> tuple[str, datetime]:
     job_id, sep, micros = key.rpartition(SEPARATOR)
     if not sep or not job_id or not micros.lstrip("-").isdigit():
         raise ValueError(f"not an occurrence key: {key!r}")
-    return job_id, _EPOCH + timedelta(microseconds=int(micros))
+    return job_id, EPOCH + timedelta(microseconds=int(micros))
 
 
 def due_item(o: NewOccurrence | Occurrence) -> DueItem:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 # Bounds on the work one call may do (DESIGN rule 8).
@@ -38,9 +38,7 @@ def due_ms(when: datetime) -> int:
     claim it, would still call it not due (and it would be re-armed a second later)."""
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    seconds = when - EPOCH
-    return -(-(seconds.days * 86_400_000_000 + seconds.seconds * 1_000_000
-               + seconds.microseconds) // 1000)
+    return -(-((when - EPOCH) // timedelta(microseconds=1)) // 1000)
 
 
 def from_ms(ms: int) -> datetime:

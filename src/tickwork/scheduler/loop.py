@@ -6,7 +6,7 @@ import asyncio
 import logging
 from datetime import datetime
 
-from tickwork.clock import Clock
+from tickwork.clock import Clock, wait_event
 from tickwork.errors import reported_outage
 
 STOP_RECHECK_SECONDS = 0.1
@@ -61,12 +61,5 @@ class Loop:
 
     async def _pause(self) -> None:
         """Until the interval has passed on the injected clock, or ``wake()``."""
-        if not self._wake.is_set():
-            waiter = asyncio.ensure_future(self._wake.wait())
-            sleeper = asyncio.ensure_future(self.clock.sleep(self.interval_seconds))
-            try:
-                await asyncio.wait([waiter, sleeper], return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiter.cancel()
-                sleeper.cancel()
+        await wait_event(self.clock, self._wake, self.interval_seconds)
         self._wake.clear()

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from tickwork.clock import Clock
+from tickwork.clock import Clock, wait_event
 from tickwork.drivers.base import (
     LeaseRef,
     OccurrenceHeartbeatParams,
@@ -224,15 +224,7 @@ class WorkerPool:
 
     async def _wait(self, event: asyncio.Event, seconds: float) -> None:
         """Until the event is set or ``seconds`` pass on the injected clock."""
-        if event.is_set():
-            return
-        waiter = asyncio.ensure_future(event.wait())
-        sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
-        try:
-            await asyncio.wait([waiter, sleeper], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-            sleeper.cancel()
+        await wait_event(self.clock, event, seconds)
 
     # -- executing ---------------------------------------------------------------------------
 

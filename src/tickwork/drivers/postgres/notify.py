@@ -30,7 +30,8 @@ class NotifyListener:
                  clock: Clock | None = None, retry_seconds: float = 1.0,
                  channel: str = CHANNEL) -> None:
         """``on_wake(queue)``: a queue has new work; ``on_wake(None)``: look at every queue.
-        ``channel``: what to listen to (``SHARDS_CHANNEL``: schedulers, payload unused)."""
+        ``channel``: what to listen to (``SHARDS_CHANNEL``: schedulers; the payload names the
+        scheduler that gave its shards back)."""
         self.url = libpq_url(url)
         self.channel = channel
         self.on_wake = on_wake
