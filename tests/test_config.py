@@ -75,7 +75,7 @@ demo = true
 
 [executors]
 shell_enabled = true
-shell_allowed_executables = ["backup", "/usr/bin/rsync"]
+shell_allowed_executables = ["backup", "/usr/bin/pg_dump"]
 python_allowed_modules = ["reports.jobs"]
 output_limit_bytes = 1024
 http_user_agent = "acme-scheduler"
@@ -98,7 +98,7 @@ http_user_agent = "acme-scheduler"
         log_level="warning",
         executors=ExecutorSettings(
             shell_enabled=True,
-            shell_allowed_executables=("backup", "/usr/bin/rsync"),
+            shell_allowed_executables=("backup", "/usr/bin/pg_dump"),
             python_allowed_modules=("reports.jobs",),
             output_limit_bytes=1024,
             http_user_agent="acme-scheduler",
@@ -128,7 +128,7 @@ def test_the_environment(tmp_path: Path) -> None:
         "TICKWORK_LOG_LEVEL": "DEBUG",
         "TICKWORK_DEMO": "yes",
         "TICKWORK_SHELL_ENABLED": "true",
-        "TICKWORK_SHELL_ALLOWED_EXECUTABLES": "backup, /usr/bin/rsync,",
+        "TICKWORK_SHELL_ALLOWED_EXECUTABLES": "backup, /usr/bin/pg_dump,",
         "TICKWORK_PYTHON_ALLOWED_MODULES": "reports.jobs,billing",
         "TICKWORK_OUTPUT_LIMIT_BYTES": "2048",
         "PATH": "/usr/bin",  # not ours: ignored
@@ -142,7 +142,7 @@ def test_the_environment(tmp_path: Path) -> None:
     assert (settings.log_level, settings.demo) == ("debug", True)
     assert settings.executors == ExecutorSettings(
         shell_enabled=True,
-        shell_allowed_executables=("backup", "/usr/bin/rsync"),
+        shell_allowed_executables=("backup", "/usr/bin/pg_dump"),
         python_allowed_modules=("reports.jobs", "billing"),
         output_limit_bytes=2048,
     )

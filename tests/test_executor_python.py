@@ -238,7 +238,8 @@ async def test_missing_attribute_is_fatal() -> None:
 
 async def test_not_callable_is_fatal() -> None:
     outcome = await run("tickwork.testing.jobs:NOT_CALLABLE")
-    assert outcome == Fail("tickwork.testing.jobs:NOT_CALLABLE is not callable", retriable=False)
+    assert outcome == Fail("tickwork.testing.jobs:NOT_CALLABLE is not a function or class",
+                           retriable=False)
 
 
 async def test_invalid_payload_at_execution_is_fatal() -> None:

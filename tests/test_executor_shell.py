@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -21,7 +22,11 @@ from tickwork.executors.shell import DISABLED, ShellExecutor
 from tickwork.testing.jobs import make_context
 
 PY = sys.executable
-ENABLED = ExecutorSettings(shell_enabled=True, shell_allowed_executables=(PY,))
+# Python runs the code its arguments name, so it is allowlisted with a pattern for them.
+ANY_ARGUMENTS = (f"{PY}=(?s).*",)
+ENABLED = ExecutorSettings(shell_enabled=True, shell_allowed_executables=(PY,),
+                           shell_allowed_arguments=ANY_ARGUMENTS,
+                           shell_allowed_env=("REGION", "APP_*"), shell_allowed_cwd=("/tmp",))
 
 
 async def run(command: Any, settings: ExecutorSettings = ENABLED, **extra: Any) -> Any:
@@ -53,7 +58,8 @@ async def test_disabled_by_default() -> None:
 async def test_executable_not_allowlisted() -> None:
     outcome = await run(["/bin/echo", "hi"])
     assert outcome == Fail(
-        "executable '/bin/echo' is not in shell_allowed_executables; allowlist it in the config",
+        "payload.command: executable '/bin/echo' is not in shell_allowed_executables; "
+        "allowlist it in the config",
         retriable=False,
     )
 
@@ -73,7 +79,8 @@ async def test_bare_name_not_allowlisted_by_another_name() -> None:
 
 @pytest.mark.skipif(shutil.which("python3") is None, reason="no python3 on PATH")
 async def test_bare_name_allowlisted_is_resolved_on_path() -> None:
-    settings = ExecutorSettings(shell_enabled=True, shell_allowed_executables=("python3",))
+    settings = ExecutorSettings(shell_enabled=True, shell_allowed_executables=("python3",),
+                                shell_allowed_arguments=("python3=(?s).*",))
     outcome = await run(["python3", "-c", "import sys; print(sys.argv[0] == '-c')"],
                         settings=settings)
     assert outcome == Success(output="True\n")
@@ -84,7 +91,8 @@ async def test_bare_name_allowlisted_but_missing() -> None:
                                 shell_allowed_executables=("tickwork-no-such-tool",))
     outcome = await run(["tickwork-no-such-tool"], settings=settings)
     assert outcome == Fail(
-        "executable 'tickwork-no-such-tool' was not found on PATH; allowlist it in the config",
+        "payload.command: executable 'tickwork-no-such-tool' was not found on PATH; "
+        "allowlist it in the config",
         retriable=False,
     )
 
@@ -112,7 +120,7 @@ async def test_environment_is_minimal_plus_tickwork(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("TICKWORK_TEST_SECRET", "do-not-leak")
     outcome = await run(
         py("import json, os; print(json.dumps(dict(os.environ)))"),
-        env={"REGION": "eu", "PATH": "/custom/bin"},
+        env={"REGION": "eu", "APP_MODE": "x"},
     )
     assert isinstance(outcome, Success)
     assert outcome.output is not None
@@ -120,7 +128,7 @@ async def test_environment_is_minimal_plus_tickwork(monkeypatch: pytest.MonkeyPa
     env.pop("LC_CTYPE", None)  # Python may set it for its own locale coercion
     expected = {
         "REGION": "eu",
-        "PATH": "/custom/bin",
+        "APP_MODE": "x",
         "TICKWORK_IDEMPOTENCY_KEY": "job-1:2030-01-02T03:04:05Z",
         "TICKWORK_ATTEMPT": "1",
         "TICKWORK_SCHEDULED_AT": "2030-01-02T03:04:05Z",
@@ -128,7 +136,7 @@ async def test_environment_is_minimal_plus_tickwork(monkeypatch: pytest.MonkeyPa
         "TICKWORK_JOB_ID": "job-1",
         "TICKWORK_JOB_NAME": "test-job",
     }
-    for name in ("HOME", "LANG"):
+    for name in ("PATH", "HOME", "LANG"):
         if name in os.environ:
             expected[name] = os.environ[name]
     assert env == expected
@@ -161,8 +169,7 @@ async def test_killed_by_signal_is_retriable() -> None:
 
 
 async def test_output_capped_and_pipes_drained() -> None:
-    settings = ExecutorSettings(shell_enabled=True, shell_allowed_executables=(PY,),
-                                output_limit_bytes=1000)
+    settings = dataclasses.replace(ENABLED, output_limit_bytes=1000)
     outcome = await run(py("""
         import sys
         for _ in range(64):

@@ -195,7 +195,8 @@ async def test_shell_timeout_kills_the_whole_process_group(tmp_path: Path) -> No
         "time.sleep(60)\n"
     )
     async with make_harness(tmp_path, clock=SystemClock(), shell_enabled=True,
-                            shell_allowed_executables=(sys.executable,)) as h:
+                            shell_allowed_executables=(sys.executable,),
+                            shell_allowed_arguments=(f"{sys.executable}=(?s).*",)) as h:
         now = h.clock.now()
         await h.client.create_job({
             "name": "sleepy-shell", "schedule": {"at": rfc3339(now)}, "kind": "shell",

@@ -56,6 +56,7 @@ from tickwork.drivers.base import (
     Store,
 )
 from tickwork.errors import ValidationError
+from tickwork.executors.admission import JobPolicy
 from tickwork.models import (
     Attempt,
     Job,
@@ -92,16 +93,29 @@ def to_spec(job: JobInput) -> JobSpec:
     return job if isinstance(job, JobSpec) else parse_job_document(job).spec
 
 
-def to_specs(jobs: Iterable[JobInput]) -> Iterator[JobSpec]:
-    """Each job's spec, as it is asked for; a problem is named with the job's index, as
-    ``[3].schedule.cron``."""
+def check_runs(spec: JobSpec, next_run: datetime | None, now: datetime) -> None:
+    """ValidationError when the schedule of a new or rescheduled job would never fire: an
+    ``at`` older than the catch-up window, or no fire time from now on."""
+    at = spec.schedule.at if spec.schedule.type == "at" else None
+    if at is not None and now - at > timedelta(seconds=spec.catchup_window_seconds):
+        raise ValidationError("schedule.at", (
+            f"{at.isoformat()} is more than catchup_window_seconds "
+            f"({spec.catchup_window_seconds:g}) in the past: the job would never run"))
+    if next_run is None:
+        raise ValidationError("schedule", "has no fire time from now on (see its end_at): "
+                              "the job would never run")
+
+
+def to_specs(jobs: Iterable[JobInput],
+             check: Callable[[JobSpec], None] | None = None) -> Iterator[JobSpec]:
+    """Each job's spec, as it is asked for, passed through ``check``; a problem is named
+    with the job's index, as ``[3].schedule.cron``."""
     parser = BulkParser()
     for index, job in enumerate(jobs):
-        if isinstance(job, JobSpec):
-            yield job
-            continue
         try:
-            spec = parser.spec(job)
+            spec = job if isinstance(job, JobSpec) else parser.spec(job)
+            if check is not None:
+                check(spec)
         except ValidationError as exc:
             prefix = f"[{index}]."
             raise ValidationError(f"{prefix}{exc.field}" if exc.field else prefix,
@@ -110,13 +124,19 @@ def to_specs(jobs: Iterable[JobInput]) -> Iterator[JobSpec]:
 
 
 def create_params(specs: Iterable[JobSpec], now: datetime) -> Iterator[JobCreateParams]:
-    """What the store creates for ``specs``: each job's first run is computed once per
-    distinct schedule object (parsing hands out one per distinct schedule document)."""
+    """What the store creates for ``specs``: each job's first run is computed (and checked to
+    come) once per distinct schedule object (parsing hands out one per distinct schedule
+    document)."""
     firsts: dict[int, tuple[ScheduleSpec, datetime | None]] = {}
-    for spec in specs:
+    for index, spec in enumerate(specs):
         known = firsts.get(id(spec.schedule))
         if known is None:  # the tuple keeps the schedule alive, so no other takes its id
-            known = firsts[id(spec.schedule)] = (spec.schedule, first_run(spec, now))
+            known = (spec.schedule, first_run(spec, now))
+            try:
+                check_runs(spec, known[1], now)
+            except ValidationError as exc:
+                raise ValidationError(f"[{index}].{exc.field}", exc.reason) from exc
+            firsts[id(spec.schedule)] = known
         yield JobCreateParams(spec=spec, next_run_at=known[1], now=now)
 
 
@@ -124,8 +144,11 @@ class AsyncClient:
     def __init__(self, store: Store, *, clock: Clock | None = None,
                  on_change: Callable[[], None] | None = None,
                  after_insert: Callable[[Sequence[Occurrence]], Awaitable[object]] | None = None,
-                 ) -> None:
+                 policy: JobPolicy | None = None) -> None:
         self.store = store
+        # What this process knows of what workers may run: a job that could never run is
+        # refused when it is created or changed (the worker checks again before each attempt).
+        self.policy = policy
         self.clock = clock or SystemClock()
         self.on_change = on_change  # the embedded service wakes its workers through this
         # Triggers and backfills hand what they stored to this, once committed: with Redis
@@ -143,11 +166,11 @@ class AsyncClient:
 
     @classmethod
     async def open(cls, database: str = "sqlite:///tickwork.db", *, clock: Clock | None = None,
-                   migrate: bool = True) -> AsyncClient:
+                   migrate: bool = True, policy: JobPolicy | None = None) -> AsyncClient:
         store = open_store(database)
         if migrate:
             await store.migrate()
-        return cls(store, clock=clock)
+        return cls(store, clock=clock, policy=policy)
 
     def on_close(self, close: Callable[[], Awaitable[object]]) -> None:
         """Also run ``close`` when this client closes (e.g. an attached dispatch)."""
@@ -172,9 +195,12 @@ class AsyncClient:
 
     async def create_job(self, job: JobInput) -> Job:
         spec = to_spec(job)
+        self._check(spec)
         now = self.clock.now()
+        next_run = first_run(spec, now)
+        check_runs(spec, next_run, now)
         created = await self.store.job_create(
-            JobCreateParams(spec=spec, next_run_at=first_run(spec, now), now=now))
+            JobCreateParams(spec=spec, next_run_at=next_run, now=now))
         self._changed()
         return created
 
@@ -186,9 +212,13 @@ class AsyncClient:
         """
         now = self.clock.now()
         created = await self.store.job_create_many(
-            JobCreateManyParams(jobs=create_params(to_specs(jobs), now)))
+            JobCreateManyParams(jobs=create_params(to_specs(jobs, self._check), now)))
         self._changed()
         return created
+
+    def _check(self, spec: JobSpec) -> None:
+        if self.policy is not None:
+            self.policy.check(spec)
 
     async def get_job(self, ref: str) -> Job:
         return await self.store.job_get(ref)
@@ -205,9 +235,14 @@ class AsyncClient:
         """Change some fields of a job; the others keep their values."""
         current = await self.store.job_get(ref)
         spec = parse_job_document(changes, defaults=current.spec).spec
+        if (spec.kind, spec.payload) != (current.spec.kind, current.spec.payload):
+            self._check(spec)
         now = self.clock.now()
         next_run = current.next_run_at
-        if spec.schedule != current.spec.schedule or next_run is None:
+        if spec.schedule != current.spec.schedule:
+            next_run = first_run(spec, now)
+            check_runs(spec, next_run, now)
+        elif next_run is None:
             next_run = first_run(spec, now)
         updated = await self.store.job_update(
             JobUpdateParams(id=current.id, spec=spec, next_run_at=next_run, now=now))

@@ -7,6 +7,7 @@ tickwork.config reads the sources, coerces the values and calls these; it re-exp
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import fields
@@ -17,6 +18,7 @@ from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors.base import ExecutorSettings
 from tickwork.executors.email import check_settings as check_smtp_settings
 from tickwork.executors.http import parse_endpoint_secrets
+from tickwork.executors.shell_policy import env_name_problem, parse_argument_patterns, runs_code
 from tickwork.executors.ssrf import OutboundPolicy
 from tickwork.secrets import check_name, config_reference
 
@@ -103,7 +105,31 @@ def check_executors(executors: ExecutorSettings, kinds: Mapping[str, str]) -> No
             "executors.shell_allowed_executables",
             "must name at least one executable when executors.shell_enabled is true",
         )
+    _check_shell(executors)
     _check_outbound(executors)
+
+
+def _check_shell(executors: ExecutorSettings) -> None:
+    """The argument patterns parse, code-running executables have some, no unsafe variable
+    is allowlisted and every working directory is absolute."""
+    try:
+        patterns = parse_argument_patterns(executors.shell_allowed_arguments)
+    except ValueError as exc:
+        raise ConfigError("executors.shell_allowed_arguments", str(exc)) from None
+    for exe in executors.shell_allowed_executables:
+        if runs_code(exe) and exe not in patterns:
+            raise ConfigError("executors.shell_allowed_executables", (
+                f"{exe!r} runs code named in its arguments; allowlist it only with argument "
+                f"patterns in executors.shell_allowed_arguments ('{exe}=REGEX')"))
+    for name in executors.shell_allowed_env:
+        stem = name.removesuffix("*")
+        problem = env_name_problem(stem) if stem else "would allow every variable"
+        if problem is not None:
+            raise ConfigError("executors.shell_allowed_env", f"{name!r}: {problem}")
+    for directory in executors.shell_allowed_cwd:
+        if not os.path.isabs(directory):
+            raise ConfigError("executors.shell_allowed_cwd",
+                              f"{directory!r} is not an absolute path")
 
 
 def _check_outbound(executors: ExecutorSettings) -> None:

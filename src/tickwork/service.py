@@ -37,6 +37,7 @@ from tickwork.drivers import open_store, safe_url
 from tickwork.drivers.sqlite.connection import path_from_url
 from tickwork.errors import JobNotFound, StoreUnavailable
 from tickwork.executors import build_executors
+from tickwork.executors.admission import JobPolicy
 from tickwork.executors.base import Executor
 from tickwork.metrics import REDIS, CountingPlanner, CountingSource, DispatchMode, Metrics
 from tickwork.models import Claim
@@ -86,12 +87,12 @@ class Service:
         await self.store.migrate()
         jobs = self._import_job_modules()
         executor_settings = self.settings.executors
-        # Modules of declared jobs are allowed; so is the demo's, so demo jobs created by an
-        # earlier `--demo` run keep working.
+        # Modules of declared jobs are allowed; the demo's only under --demo.
         allowed = {*executor_settings.python_allowed_modules, *self._job_modules(jobs),
-                   "tickwork.demo"}
+                   *(["tickwork.demo"] if self.settings.demo else [])}
         self.executor_settings = replace(executor_settings,
                                          python_allowed_modules=tuple(sorted(allowed)))
+        self.client.policy = JobPolicy(self.executor_settings, runs_jobs=True)
         self.secrets = secret_resolver_for(self.settings.database)
         self.executors = build_executors(self.executor_settings, self.secrets)
 

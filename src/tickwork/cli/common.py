@@ -13,6 +13,7 @@ from tickwork.client import AsyncClient
 from tickwork.config import Settings, load_settings
 from tickwork.document import parse_instant
 from tickwork.errors import ValidationError
+from tickwork.executors.admission import JobPolicy
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +43,8 @@ async def open_client(args: argparse.Namespace) -> AsyncClient:
 async def client_for(settings: Settings) -> AsyncClient:
     """A client on the configured store; with Redis configured, what it triggers or
     backfills goes straight into Redis' due set."""
-    client = await AsyncClient.open(settings.database)
+    client = await AsyncClient.open(
+        settings.database, policy=JobPolicy(settings.executors, runs_jobs=False))
     if settings.redis:
         from tickwork.dispatching import attach_dispatch  # noqa: PLC0415  (redis is an extra)
 

@@ -21,6 +21,11 @@ class ExecutorSettings:
     python_allowed_modules: tuple[str, ...] = ()  # import-path prefixes a python job may use
     shell_enabled: bool = False
     shell_allowed_executables: tuple[str, ...] = ()  # names or absolute paths
+    # "EXECUTABLE=REGEX" entries: an executable with entries takes only arguments that each
+    # match one of its patterns in full; interpreters and shells must have some.
+    shell_allowed_arguments: tuple[str, ...] = ()
+    shell_allowed_env: tuple[str, ...] = ()  # variable names a job may set, or NAME_* prefixes
+    shell_allowed_cwd: tuple[str, ...] = ()  # absolute directories a job may run in, and below
     output_limit_bytes: int = 64 * 1024  # captured output and bodies are cut here
     http_user_agent: str = "tickwork"
     http_max_connections: int = 1000  # open connections one http executor keeps, all hosts together

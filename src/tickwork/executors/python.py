@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from tickwork.errors import Cancel, Fail, Outcome, Success, ValidationError
 from tickwork.executors.base import (
@@ -60,6 +60,10 @@ def validate_payload(payload: object, *, decoded: bool = False) -> dict[str, Any
             "payload.callable",
             f"{target[:200]!r} is not 'package.module:function' (dotted names around one colon)",
         )
+    if any(_is_dunder(name) for name in re.split(r"[.:]", target)):
+        raise ValidationError(
+            "payload.callable", f"{target[:200]!r} names a dunder attribute or module; "
+            "a callable is a function or class by its own name")
     args = payload.get("args", [])
     if not isinstance(args, list):
         raise ValidationError("payload.args", "must be a JSON array")
@@ -79,6 +83,10 @@ def _require_json(field: str, value: object) -> None:
     problem = json_problem(value)
     if problem is not None:
         raise ValidationError(field, f"must hold JSON values only ({problem})")
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
 def module_allowed(module: str, allowed: tuple[str, ...]) -> bool:
@@ -143,16 +151,17 @@ class PythonExecutor:
             payload = validate_payload(ctx.payload, decoded=True)
         except ValidationError as exc:
             return Fail(str(exc), retriable=False)
-        module_name, _, attr_path = payload["callable"].partition(":")
-        if not module_allowed(module_name, self._settings.python_allowed_modules):
-            return Fail(
-                f"module {module_name!r} is not allowed; add it (or a parent package) to "
-                "python_allowed_modules",
-                retriable=False,
-            )
-        func = await _resolve(module_name, attr_path)
-        if isinstance(func, Fail):
-            return func
+        target = payload["callable"]
+        allowed = self._settings.python_allowed_modules
+        refusal = module_refusal(target, allowed)
+        if refusal is not None:
+            return Fail(refusal, retriable=False)
+        module = await _import(target.partition(":")[0])
+        if isinstance(module, Fail):
+            return module
+        func = resolve_callable(module, target, allowed)
+        if isinstance(func, str):
+            return Fail(func, retriable=False)
         args, kwargs = payload["args"], payload["kwargs"]
         takes_ctx = _takes_ctx(func)
         problem = _bind_problem(func, args, {**kwargs, "ctx": ctx} if takes_ctx else kwargs)
@@ -187,27 +196,72 @@ class PythonExecutor:
         return Cancel(cap_text(outcome.reason, self._error_limit()))
 
 
-async def _resolve(module_name: str, attr_path: str) -> Callable[..., Any] | Fail:
-    """The callable at ``module:attr.path``, or a fatal Fail saying why not."""
-    module: ModuleType | None = sys.modules.get(module_name)
-    if module is None or _initializing(module):
-        # A first import runs module code: keep it off the loop. A module another execution
-        # is importing right now is in sys.modules half-built; import_module waits for it.
-        try:
-            module = await asyncio.to_thread(importlib.import_module, module_name)
-        except Exception as exc:
-            return Fail(
-                f"cannot import {module_name!r}: {type(exc).__name__}: {exc}", retriable=False
-            )
-    target: object = module
+def module_refusal(target: str, allowed: tuple[str, ...]) -> str | None:
+    """Why the module of ``target`` ('module:attr.path') may not run, or None."""
+    module_name = target.partition(":")[0]
+    if module_allowed(module_name, allowed):
+        return None
+    return (f"module {module_name!r} is not allowed; add it (or a parent package) to "
+            "python_allowed_modules")
+
+
+def resolve_callable(
+    module: ModuleType, target: str, allowed: tuple[str, ...]
+) -> Callable[..., Any] | str:
+    """The function or class ``target`` names in ``module``, or why it may not be called.
+
+    Each step of the attribute path must stay out of module objects and dunders (an allowed
+    module's imports are not allowed with it: ``mod:os.system`` is refused), and what it ends
+    on must be a function, method or class defined in an allowed module, by its own
+    ``__module__``, so a name the module merely imported from elsewhere is refused too."""
+    attr_path = target.partition(":")[2]
+    found: object = module
     for name in attr_path.split("."):
+        if _is_dunder(name):
+            return f"{target} names a dunder attribute"
         try:
-            target = getattr(target, name)
+            # Static first: a module is refused before anything of it is bound or run;
+            # attributes made up by a __getattr__ do not count as existing.
+            step = inspect.getattr_static(found, name)
+            if not inspect.ismodule(step):
+                step = getattr(found, name)
         except AttributeError:
-            return Fail(f"{module_name}:{attr_path} does not exist", retriable=False)
-    if not callable(target):
-        return Fail(f"{module_name}:{attr_path} is not callable", retriable=False)
-    return target
+            return f"{target} does not exist"
+        if inspect.ismodule(step):
+            return (f"{target} steps into module {step.__name__!r}; name a function or class "
+                    "defined in an allowed module")
+        found = step
+    defined_in = _defined_in(found)
+    if defined_in is None:
+        return f"{target} is not a function or class"
+    if not module_allowed(defined_in, allowed):
+        return (f"{target} is defined in module {defined_in!r}, which is not allowed; "
+                "add it (or a parent package) to python_allowed_modules")
+    return cast("Callable[..., Any]", found)
+
+
+def _defined_in(found: object) -> str | None:
+    """The module a function, method or class was defined in; None for anything else."""
+    if inspect.ismethod(found):
+        found = found.__func__
+    if not (inspect.isfunction(found) or inspect.isclass(found)):
+        return None
+    module = getattr(found, "__module__", None)
+    return module if isinstance(module, str) else None
+
+
+async def _import(module_name: str) -> ModuleType | Fail:
+    """The module, imported once; a fatal Fail saying why it cannot be."""
+    module: ModuleType | None = sys.modules.get(module_name)
+    if module is not None and not _initializing(module):
+        return module
+    # A first import runs module code: keep it off the loop. A module another execution is
+    # importing right now is in sys.modules half-built; import_module waits for it.
+    try:
+        return await asyncio.to_thread(importlib.import_module, module_name)
+    except Exception as exc:
+        return Fail(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}",
+                    retriable=False)
 
 
 def _initializing(module: ModuleType) -> bool:

@@ -25,6 +25,12 @@ from tickwork.executors.base import (
     payload_object,
     unresolved_secrets,
 )
+from tickwork.executors.shell_policy import (
+    argument_problem,
+    env_name_problem,
+    options_problem,
+    parse_argument_patterns,
+)
 from tickwork.models import rfc3339
 
 KIND = "shell"
@@ -84,8 +90,9 @@ def _validate_env(env: object) -> dict[str, Any]:
             continue
         if not isinstance(value, str) or "\0" in value:
             raise ValidationError(f"payload.env.{name}", "must be a string without NUL")
-        if name.upper().startswith("TICKWORK_"):
-            raise ValidationError(f"payload.env.{name}", "TICKWORK_* variables are set by tickwork")
+        problem = env_name_problem(name)
+        if problem is not None:
+            raise ValidationError(f"payload.env.{name}", problem)
     return dict(env)
 
 
@@ -107,6 +114,32 @@ def resolve_executable(
             return None, f"executable {name!r} was not found on PATH"
         return found, None
     return None, f"executable {name!r} is not in shell_allowed_executables"
+
+
+def resolve_command(payload: dict[str, Any], settings: ExecutorSettings,
+                    path: str | None, *, look_up: bool = True) -> str:
+    """The absolute path of the executable a validated payload may run, or ValidationError
+    naming the executable, argument, variable or directory the settings do not allow.
+    ``look_up=False``: an allowlisted bare name is taken as it is (a process that is not the
+    worker cannot know the worker's PATH)."""
+    if not settings.shell_enabled:
+        raise ValidationError("kind", DISABLED)
+    argv: list[str] = payload["command"]
+    allowed = settings.shell_allowed_executables
+    exe: str | None = argv[0]
+    refusal = None
+    if look_up or argv[0] not in allowed:
+        exe, refusal = resolve_executable(argv[0], allowed, path)
+    if exe is None:
+        raise ValidationError("payload.command", f"{refusal}; allowlist it in the config")
+    patterns = parse_argument_patterns(settings.shell_allowed_arguments)
+    problem = argument_problem(argv[0], exe, argv[1:], patterns)
+    if problem is not None:
+        raise ValidationError("payload.command", problem)
+    refused = options_problem(payload, settings.shell_allowed_env, settings.shell_allowed_cwd)
+    if refused is not None:
+        raise ValidationError(*refused)
+    return exe
 
 
 class _Capture:
@@ -189,19 +222,13 @@ class ShellExecutor:
             return Fail(DISABLED, retriable=False)
         try:
             payload = validate_payload(ctx.payload)
+            unresolved = unresolved_secrets(payload)
+            if unresolved is not None:
+                return Fail(unresolved, retriable=False)
+            exe = resolve_command(payload, self._settings, os.environ.get("PATH", os.defpath))
         except ValidationError as exc:
             return Fail(str(exc), retriable=False)
-        unresolved = unresolved_secrets(payload)
-        if unresolved is not None:
-            return Fail(unresolved, retriable=False)
         argv: list[str] = payload["command"]
-        exe, refusal = resolve_executable(
-            argv[0],
-            self._settings.shell_allowed_executables,
-            os.environ.get("PATH", os.defpath),
-        )
-        if exe is None:
-            return Fail(f"{refusal}; allowlist it in the config", retriable=False)
         limit = self._settings.output_limit_bytes
         try:
             transport, child = await asyncio.get_running_loop().subprocess_exec(
