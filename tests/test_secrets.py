@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
 import json
 import logging
+import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote, quote_plus
 
 import pytest
 from aiohttp import web
@@ -125,6 +129,36 @@ def test_mask_every_form_and_a_cut_tail() -> None:
     assert mask(text, {SECRET}) == 'a **** b "****" c ****'
     assert mask(f"x {SECRET[:7]}\n[truncated]", {SECRET}) == "x ****\n[truncated]"
     assert mask("nothing here", {SECRET}) == "nothing here"
+
+
+SPACED = "Bearer ab/c+d=é\"x"  # a space, URL and JSON specials, a non-ASCII letter
+
+
+def _lower_hex(text: str) -> str:
+    return re.sub("%[0-9A-F]{2}", lambda m: m.group().lower(), text)
+
+
+@pytest.mark.parametrize("spelling", [
+    pytest.param(lambda v: v, id="raw"),
+    pytest.param(lambda v: quote(v, safe=""), id="percent-upper"),
+    pytest.param(lambda v: _lower_hex(quote(v, safe="")), id="percent-lower"),
+    pytest.param(quote, id="percent-slash-kept"),
+    pytest.param(quote_plus, id="quote_plus"),
+    pytest.param(lambda v: _lower_hex(quote_plus(v)), id="quote_plus-lower"),
+    pytest.param(lambda v: quote(v, safe="/+=\"é"), id="percent-some-kept"),
+    pytest.param(lambda v: json.dumps(v)[1:-1], id="json-ascii"),
+    pytest.param(lambda v: json.dumps(v, ensure_ascii=False)[1:-1], id="json-utf8"),
+    pytest.param(lambda v: json.dumps(v)[1:-1].replace("/", "\\/").replace("\\u00e9",
+                                                                             "\\u00E9"),
+                 id="json-slash-upper-hex"),
+    pytest.param(lambda v: base64.b64encode(v.encode()).decode(), id="base64"),
+    pytest.param(lambda v: base64.urlsafe_b64encode(v.encode()).decode().rstrip("="),
+                 id="base64-url"),
+])
+@pytest.mark.parametrize("value", [SECRET, SPACED])
+def test_mask_each_promised_spelling(spelling: Any, value: str) -> None:
+    shown = spelling(value)
+    assert mask(f"got <{shown}> back", {value}) == "got <****> back", shown
 
 
 async def test_resolver(secret_store: SecretStore) -> None:

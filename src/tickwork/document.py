@@ -33,6 +33,7 @@ from tickwork.document_fields import (
     got,
     is_plain,
     parse_instant,
+    plain_text,
     unknown,
 )
 from tickwork.errors import ValidationError
@@ -117,7 +118,7 @@ def _parse(doc: object, defaults: JobSpec | None,
         if parser is None:
             raise unknown(key, FIELDS, "")
         if key not in SELF_CHECKED and not (
-                "\x00" not in raw if type(raw) is str else is_plain(raw)):
+                plain_text(raw) if type(raw) is str else is_plain(raw)):
             check_strings(raw, key, 0)
         values[key] = parser(raw, key)
         if key in ("kind", "payload"):

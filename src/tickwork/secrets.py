@@ -3,7 +3,8 @@
 A payload names a secret with ``{"$secret": "name"}`` wherever a string goes (a header value,
 a URL, an env value, a python argument). The job document keeps the reference; the value is
 looked up, decrypted and substituted only for the attempt that runs, and every value used is
-replaced by ``****`` in what the attempt returns (output and error).
+replaced by ``****`` in what the attempt returns (output and error), in every spelling
+``mask`` knows.
 
 Values are encrypted with Fernet. ``TICKWORK_SECRET_KEY`` holds one key, or several separated
 by commas while rotating: the first encrypts, all decrypt (MultiFernet).
@@ -11,13 +12,15 @@ by commas while rotating: the first encrypts, all decrypt (MultiFernet).
 
 from __future__ import annotations
 
+import base64
 import contextvars
 import json
 import os
 import re
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any, TypeGuard
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
@@ -127,24 +130,70 @@ def validate_references(payload: object) -> None:
 # --- masking ------------------------------------------------------------------------------
 
 
+# JSON's two-character escapes; any character may also be written \\uXXXX (either case).
+_JSON_SHORT = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n",
+               "\r": "\\r", "\t": "\\t"}
+
+
+def _any_case(hex_digits: str) -> str:
+    return "".join(f"[{d.upper()}{d.lower()}]" if d.isalpha() else d for d in hex_digits)
+
+
+def _char_pattern(char: str) -> str:
+    """A regex for one character of a value as output may spell it: as is, percent-encoded
+    (upper or lower hex; ``+`` for a space), or JSON-escaped (``\\uXXXX`` in either case,
+    ``\\"``, ``\\/``, ...)."""
+    forms = [re.escape(char),
+             "".join("%" + _any_case(f"{byte:02X}") for byte in char.encode("utf-8",
+                                                                             "surrogatepass"))]
+    if char == " ":
+        forms.append(r"\+")
+    if char in _JSON_SHORT:
+        forms.append(re.escape(_JSON_SHORT[char]))
+    units = char.encode("utf-16-be", "surrogatepass")
+    forms.append("".join(r"\\u" + _any_case(units[i:i + 2].hex())
+                         for i in range(0, len(units), 2)))
+    return f"(?:{'|'.join(forms)})"
+
+
+def _base64_forms(value: str) -> set[str]:
+    raw = value.encode("utf-8", "surrogatepass")
+    return {base64.b64encode(raw).decode().rstrip("="),
+            base64.urlsafe_b64encode(raw).decode().rstrip("=")}
+
+
+@lru_cache(maxsize=256)
+def _pattern(values: frozenset[str]) -> re.Pattern[str]:
+    """One regex for every spelling of every value, the longest values first."""
+    spelled = ["".join(_char_pattern(char) for char in value)
+               for value in sorted(values, key=len, reverse=True)]
+    encoded = sorted({f for value in values for f in _base64_forms(value)}, key=len, reverse=True)
+    return re.compile("|".join([*spelled, *(re.escape(f) + "={0,2}" for f in encoded)]))
+
+
 def _forms(value: str) -> list[str]:
-    """A value as it may show up in output: as is, JSON-escaped, URL-encoded."""
-    forms = {value, json.dumps(value)[1:-1], quote(value, safe=""), quote(value)}
+    """The usual whole spellings of a value, for a value cut off at the output cap."""
+    quoted = {quote(value, safe=""), quote(value), quote_plus(value), quote_plus(value, safe="/")}
+    lower = {re.sub("%[0-9A-F]{2}", lambda m: m.group().lower(), q) for q in quoted}
+    forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+             *quoted, *lower}
     return sorted((f for f in forms if f), key=len, reverse=True)
 
 
 def mask(text: str, values: set[str] | frozenset[str]) -> str:
-    """``text`` with every occurrence of each value (and its JSON/URL-encoded forms) as ****.
+    """``text`` with every occurrence of each value as ****: raw, percent-encoded (upper or
+    lower hex, ``+`` for a space, any characters left unescaped), JSON-escaped, and base64 of
+    the whole value (standard or URL-safe alphabet).
 
     Text cut at the output cap may end in the first part of a value: that part is masked too.
     """
+    values = frozenset(v for v in values if v)
     if not values or not text:
         return text
-    forms = sorted({f for v in values if v for f in _forms(v)}, key=len, reverse=True)
-    for form in forms:
-        text = text.replace(form, MASK)
+    text = _pattern(values).sub(MASK, text)
     head, marker, tail = text.rpartition("\n[truncated]")
     if marker and not tail:
+        forms = sorted({f for v in values for f in _forms(v)}, key=len, reverse=True)
         for form in forms:
             for cut in range(len(form) - 1, 0, -1):
                 if head.endswith(form[:cut]):

@@ -17,6 +17,7 @@ from tickwork.api import auth, errors, jobs, queues, runs, stats, tokens
 from tickwork.api.auth import LOOPBACK_HOSTS, READ
 from tickwork.api.body import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from tickwork.api.deps import ApiState, ClientDep, state_of
+from tickwork.api.urls import UrlText
 from tickwork.client import AsyncClient
 from tickwork.metrics import CONTENT_TYPE, Metrics
 from tickwork.models import OccurrenceState
@@ -46,6 +47,7 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
     for module in (jobs, runs, queues, stats, tokens, auth):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(UrlText)
 
     @app.middleware("http")
     async def security_headers(request: Request,

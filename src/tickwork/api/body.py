@@ -4,20 +4,26 @@
 and a body without one (chunked) is counted as it arrives and cut off at the limit. Handlers
 that take a job document read it with ``json_body`` and give it to the one validator
 (``tickwork.document``), so the API says exactly what the CLI says about a bad document.
+Every body is text: a string or key that JSON's ``\\ud800`` escape made a lone surrogate is
+refused (422, naming the field) here, before any handler sees it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tickwork.api.errors import HttpProblem, problem_response
+from tickwork.document_fields import check_text
 from tickwork.errors import ValidationError
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+# The JSON escape of a surrogate code point: only a body holding one is walked for lone ones.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 class BodyLimit:
@@ -69,8 +75,11 @@ async def json_body(request: Request) -> Any:
     if not raw.strip():
         raise ValidationError("", "the request body is empty; expected a JSON value")
     try:
-        return json.loads(raw, parse_constant=_no_constants)
+        value = json.loads(raw, parse_constant=_no_constants)
     except RecursionError:
         raise ValidationError("", "the JSON body is nested too deeply") from None
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise ValidationError("", f"the request body is not valid JSON: {exc}") from None
+    if _SURROGATE_ESCAPE.search(raw) is not None:
+        check_text(value, "")
+    return value

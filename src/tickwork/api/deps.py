@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from tickwork.client import AsyncClient
+from tickwork.document_fields import plain_text
 from tickwork.errors import ValidationError
 from tickwork.metrics import Metrics
 
@@ -48,6 +49,6 @@ def decode_cursor(cursor: str, size: int) -> list[Any]:
     except (ValueError, binascii.Error):
         value = None
     if not (isinstance(value, list) and len(value) == size
-            and all(isinstance(v, str) for v in value)):
+            and all(isinstance(v, str) and plain_text(v) for v in value)):
         raise ValidationError("cursor", "is not a cursor this API returned")
     return value

@@ -46,6 +46,11 @@ def forbidden(detail: str) -> HttpProblem:
     return HttpProblem(403, detail, slug="forbidden")
 
 
+def _text(value: str) -> str:
+    """``value`` as UTF-8 can write it: a lone surrogate (echoed from bad input) as ``\\udXXX``."""
+    return value if value.isascii() else value.encode("utf-8", "backslashreplace").decode()
+
+
 def problem_response(status: int, detail: str, *, slug: str | None = None,
                      errors: Sequence[Mapping[str, str]] | None = None,
                      headers: Mapping[str, str] | None = None) -> JSONResponse:
@@ -53,10 +58,10 @@ def problem_response(status: int, detail: str, *, slug: str | None = None,
         "type": f"{TYPE_PREFIX}{slug}" if slug else "about:blank",
         "title": HTTPStatus(status).phrase,
         "status": status,
-        "detail": detail,
+        "detail": _text(detail),
     }
     if errors is not None:
-        body["errors"] = list(errors)
+        body["errors"] = [{key: _text(text) for key, text in error.items()} for error in errors]
     return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE,
                         headers=dict(headers or {}))
 

@@ -12,6 +12,7 @@ from typing import Any
 from tickwork.client import AsyncClient
 from tickwork.config import Settings, load_settings
 from tickwork.document import parse_instant
+from tickwork.document_fields import check_text
 from tickwork.errors import ValidationError
 from tickwork.executors.admission import JobPolicy
 
@@ -54,13 +55,20 @@ async def client_for(settings: Settings) -> AsyncClient:
 
 def read_documents(source: str) -> list[Any]:
     """One JSON document, a JSON array of them, or one per line (NDJSON), from a file or '-'."""
-    if source == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            text = Path(source).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValidationError("--json", f"cannot read {source}: {exc.strerror}") from None
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValidationError("--json", f"cannot read {source}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ValidationError("--json", f"{'standard input' if source == '-' else source} "
+                              f"is not UTF-8 text (byte {exc.start + 1})") from None
+    docs = _parse_documents(text)
+    for index, doc in enumerate(docs):  # "\ud800" escapes, or stdin's surrogateescape
+        check_text(doc, f"[{index}]" if len(docs) > 1 else "")
+    return docs
+
+
+def _parse_documents(text: str) -> list[Any]:
     if not text.strip():
         raise ValidationError("--json", "the input is empty; expected a JSON job document")
     try:

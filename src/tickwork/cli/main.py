@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from tickwork import __version__
 from tickwork.cli import api, bench, distributed, jobs, runs, secrets, service
+from tickwork.document_fields import not_unicode
 from tickwork.errors import Conflict, StoreUnavailable, TickworkError, ValidationError
 
 EXIT_INPUT = 2
@@ -38,15 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, str(getattr(args, "log_level", None) or "warning").upper(),
-                      logging.INFO),
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    # psycopg_pool warns at every failed connection attempt; the store says once that the
-    # database is unreachable, and once that it answers again.
-    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     try:
+        args = parser.parse_args(_text_arguments(sys.argv[1:] if argv is None else argv))
+        _configure_logging(args)
         return int(asyncio.run(args.handler(args)) or 0)
     except KeyboardInterrupt:
         return 130
@@ -58,6 +53,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(str(exc), EXIT_FAILURE)
     except BrokenPipeError:
         return 0
+
+
+def _text_arguments(argv: Sequence[str]) -> Sequence[str]:
+    """``argv``, if each argument is text: bytes that are not UTF-8 arrive as surrogates."""
+    for number, arg in enumerate(argv, 1):
+        if not_unicode(arg) is not None:
+            shown = arg.encode("utf-8", "backslashreplace").decode()
+            raise ValidationError("", f"argument {number} ({shown}) is not valid UTF-8 text")
+    return argv
+
+
+def _configure_logging(args: argparse.Namespace) -> None:
+    logging.basicConfig(
+        level=getattr(logging, str(getattr(args, "log_level", None) or "warning").upper(),
+                      logging.INFO),
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    # psycopg_pool warns at every failed connection attempt; the store says once that the
+    # database is unreachable, and once that it answers again.
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 
 def fail(message: str, status: int) -> int:
