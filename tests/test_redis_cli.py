@@ -25,7 +25,7 @@ async def test_a_cli_trigger_is_in_the_due_set_at_once(
     env = env_for(tmp_path, TICKWORK_DATABASE_URL=postgres_url)
     code, _, err = await cli(env, "jobs", "create", "--json", "-", stdin=json.dumps({
         "name": "ping", "schedule": {"every": "1d"}, "kind": "python",
-        "payload": {"callable": "tickwork.demo:tick", "args": ["x"]}}))
+        "payload": {"callable": "tickwork.testing.jobs:greet", "args": ["x"]}}))
     assert code == 0, err
     dispatch = open_dispatch(redis.url)
     try:
