@@ -27,8 +27,10 @@ from tickwork.document import (
     QUEUE_NAME,
     QUEUE_NAME_RULE,
     BulkParser,
-    compiled_schedule,
+    check_runs,
+    first_run,
     parse_job_document,
+    to_spec,
 )
 from tickwork.drivers import open_store
 from tickwork.drivers.admin import (
@@ -78,32 +80,6 @@ class Backfill:
 
     occurrences: list[Occurrence]
     created: int
-
-
-def first_run(spec: JobSpec, now: datetime) -> datetime | None:
-    """When a new or changed job first runs: its ``at`` time (even if just past: the catch-up
-    window decides), else its first fire time from now on."""
-    schedule = compiled_schedule(spec.schedule)
-    if spec.schedule.type == "at" and spec.schedule.at is not None:
-        return schedule.first_at_or_after(spec.schedule.at)
-    return schedule.first_at_or_after(now)
-
-
-def to_spec(job: JobInput) -> JobSpec:
-    return job if isinstance(job, JobSpec) else parse_job_document(job).spec
-
-
-def check_runs(spec: JobSpec, next_run: datetime | None, now: datetime) -> None:
-    """ValidationError when the schedule of a new or rescheduled job would never fire: an
-    ``at`` older than the catch-up window, or no fire time from now on."""
-    at = spec.schedule.at if spec.schedule.type == "at" else None
-    if at is not None and now - at > timedelta(seconds=spec.catchup_window_seconds):
-        raise ValidationError("schedule.at", (
-            f"{at.isoformat()} is more than catchup_window_seconds "
-            f"({spec.catchup_window_seconds:g}) in the past: the job would never run"))
-    if next_run is None:
-        raise ValidationError("schedule", "has no fire time from now on (see its end_at): "
-                              "the job would never run")
 
 
 def to_specs(jobs: Iterable[JobInput],

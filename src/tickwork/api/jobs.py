@@ -14,8 +14,8 @@ from tickwork.api.body import json_body
 from tickwork.api.deps import ClientDep, decode_cursor, encode_cursor
 from tickwork.api.errors import problems
 from tickwork.api.schemas import BACKFILL_BODY, CREATE_BODY, PATCH_BODY, PREVIEW_BODY
-from tickwork.cli.output import job_json, run_json, when
 from tickwork.document import parse_instant, parse_job_document
+from tickwork.document.render import job_json, run_json, when
 from tickwork.drivers.base import MAX_BATCH
 from tickwork.errors import ValidationError
 from tickwork.models import JobSpec

@@ -10,8 +10,8 @@ from tickwork.api.auth import READ
 from tickwork.api.deps import ClientDep, decode_cursor, encode_cursor
 from tickwork.api.errors import problems
 from tickwork.api.schemas import STATES
-from tickwork.cli.output import attempt_json, run_json, when
 from tickwork.document import parse_instant
+from tickwork.document.render import attempt_json, run_json, when
 from tickwork.errors import JobNotFound, ValidationError
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])

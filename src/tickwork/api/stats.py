@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from tickwork.api.auth import READ
 from tickwork.api.deps import ClientDep
 from tickwork.api.errors import problems
-from tickwork.cli.output import when
+from tickwork.document.render import when
 
 router = APIRouter(prefix="/api/v1", tags=["stats"])
 

@@ -11,7 +11,7 @@ from tickwork.api.body import json_body
 from tickwork.api.deps import ClientDep
 from tickwork.api.errors import problems
 from tickwork.api.schemas import TOKEN_BODY
-from tickwork.cli.output import when
+from tickwork.document.render import when
 from tickwork.drivers.admin import TokenInfo, TokenRevokeParams
 from tickwork.errors import ValidationError
 

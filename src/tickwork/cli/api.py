@@ -14,7 +14,8 @@ from tickwork.cli.common import (
     open_client,
     settings_from,
 )
-from tickwork.cli.output import print_json, print_table, when
+from tickwork.cli.output import print_json, print_table
+from tickwork.document.render import when
 from tickwork.drivers.admin import TokenRevokeParams
 
 log = logging.getLogger("tickwork.cli")

@@ -12,7 +12,7 @@ from typing import Any
 from tickwork.client import AsyncClient
 from tickwork.config import Settings, load_settings
 from tickwork.document import parse_instant
-from tickwork.document_fields import check_text
+from tickwork.document.fields import check_text
 from tickwork.errors import ValidationError
 from tickwork.executors.admission import JobPolicy
 

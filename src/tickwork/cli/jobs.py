@@ -7,8 +7,9 @@ import sys
 from typing import Any
 
 from tickwork.cli.common import add_redis_option, add_store_options, open_client, read_documents
-from tickwork.cli.output import job_json, print_json, print_table, run_json, when
+from tickwork.cli.output import print_json, print_table
 from tickwork.document import parse_job_document
+from tickwork.document.render import job_json, run_json, when
 from tickwork.errors import ValidationError
 from tickwork.models import JobSpec
 from tickwork.schedules import compile_schedule

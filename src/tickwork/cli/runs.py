@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from tickwork.cli.common import add_store_options, instant_arg, open_client
-from tickwork.cli.output import attempt_json, print_json, print_table, run_json, when
+from tickwork.cli.output import print_json, print_table
+from tickwork.document.render import attempt_json, run_json, when
 from tickwork.models import OccurrenceState
 
 

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tickwork.cli.common import add_store_options, settings_from
-from tickwork.cli.output import print_json, print_table, when
+from tickwork.cli.output import print_json, print_table
+from tickwork.document.render import when
 from tickwork.drivers import open_store
 from tickwork.drivers.secrets import SecretStore, open_secret_store
 from tickwork.errors import ValidationError

@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from tickwork.client import first_run, to_spec
+from tickwork.document import check_runs, first_run, to_spec
 from tickwork.drivers.postgres.connection import Q, translate
 from tickwork.drivers.postgres.rows import DEFAULT_SHARD_COUNT, shard_of
 from tickwork.drivers.postgres.store import job_row
@@ -43,7 +43,9 @@ async def create_job_in(conn: psycopg.AsyncConnection[Any], job: Mapping[str, An
         await cur.execute(Q["meta_get"], ("shard_count",))
         row = await cur.fetchone()
         shards = int(row["value"]) if row else DEFAULT_SHARD_COUNT
-        created = Job(id=job_id, spec=spec, next_run_at=first_run(spec, now),
+        next_run = first_run(spec, now)
+        check_runs(spec, next_run, now)
+        created = Job(id=job_id, spec=spec, next_run_at=next_run,
                       created_at=now, updated_at=now, shard=shard_of(job_id, shards))
         async with conn.transaction():  # a savepoint inside the caller's transaction
             await cur.execute(Q["job_insert"], job_row(created))

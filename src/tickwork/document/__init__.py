@@ -4,7 +4,7 @@ The REST API, the CLI, the Python client and the dashboard all pass what they re
 ``parse_job_document``; ``job_document`` writes a spec back out in canonical form. Every problem
 is a ``ValidationError(field, reason)`` naming the field (a dotted path such as ``retry.jitter`` or
 ``tags[2]``); the first problem found, in document order, is the one raised. The parser of each
-field lives in ``document_fields``.
+field lives in ``document.fields``.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
-from tickwork.document_fields import (
+from tickwork.document.fields import (
     DURATION_RULE,
     FIELD_PARSERS,
     FIELDS,
@@ -264,3 +264,29 @@ def _cron_interval(bare: ScheduleSpec) -> float | None:
 
 def _number_out(seconds: float) -> int | float:
     return int(seconds) if float(seconds).is_integer() else float(seconds)
+
+
+def first_run(spec: JobSpec, now: datetime) -> datetime | None:
+    """When a new or changed job first runs: its ``at`` time (even if just past: the catch-up
+    window decides), else its first fire time from now on."""
+    schedule = compiled_schedule(spec.schedule)
+    if spec.schedule.type == "at" and spec.schedule.at is not None:
+        return schedule.first_at_or_after(spec.schedule.at)
+    return schedule.first_at_or_after(now)
+
+
+def to_spec(job: Mapping[str, Any] | JobSpec) -> JobSpec:
+    return job if isinstance(job, JobSpec) else parse_job_document(job).spec
+
+
+def check_runs(spec: JobSpec, next_run: datetime | None, now: datetime) -> None:
+    """ValidationError when the schedule of a new or rescheduled job would never fire: an
+    ``at`` older than the catch-up window, or no fire time from now on."""
+    at = spec.schedule.at if spec.schedule.type == "at" else None
+    if at is not None and now - at > timedelta(seconds=spec.catchup_window_seconds):
+        raise ValidationError("schedule.at", (
+            f"{at.isoformat()} is more than catchup_window_seconds "
+            f"({spec.catchup_window_seconds:g}) in the past: the job would never run"))
+    if next_run is None:
+        raise ValidationError("schedule", "has no fire time from now on (see its end_at): "
+                              "the job would never run")
