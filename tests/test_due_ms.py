@@ -7,9 +7,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tickwork.dispatching import due_item
 from tickwork.drivers.base import NewOccurrence
-from tickwork.drivers.dispatch import due_ms, to_ms
+from tickwork.drivers.dispatch import due_item, due_ms, to_ms
 from tickwork.models import OccurrenceState, Trigger
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tickwork.dispatching import open_dispatch
 from tickwork.drivers.dispatch import EntryReadParams
+from tickwork.drivers.redis.dispatch import RedisDispatch
 from tickwork.errors import DispatchUnavailable
 from tickwork.testing.faults.proxy import BlackholeProxy
 from tickwork.testing.faults.redisserver import PrivateRedis
@@ -117,7 +117,7 @@ async def test_the_client_closing_a_forwarded_link_closes_the_upstream_side(
 async def test_a_redis_client_behind_the_blackhole_fails_within_its_socket_timeout() -> None:
     server = await PrivateRedis().start()
     proxy = await BlackholeProxy(server.port).start()
-    dispatch = open_dispatch(proxy.url)
+    dispatch = RedisDispatch.from_url(proxy.url)
     try:
         assert (await dispatch.health()).ok
         proxy.blackhole()

@@ -43,7 +43,7 @@ BURST = 1000 if full() else 150  # one-offs due in one second near the fault
 OUTAGE = 30  # seconds Redis stays hung (the whole 30 s in CI too)
 CUT = 20 if full() else 8  # seconds one worker stays cut off
 AFTER = 8  # seconds of ticks after a fault
-# What a worker's Redis client waits for a reply (dispatching.open_dispatch: a blocking read's
+# What a worker's Redis client waits for a reply (RedisDispatch.from_url: a blocking read's
 # 1 s plus 1 s, at least 2 s), and how often a degraded worker probes Redis.
 SOCKET_TIMEOUT = 2.0
 PROBE = 3.0

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from processes import cli, cli_json, env_for
 from redis_server import PrivateRedis
-from tickwork.dispatching import occurrence_key, open_dispatch
-from tickwork.drivers.dispatch import DueCountParams
+from tickwork.drivers.dispatch import DueCountParams, occurrence_key
+from tickwork.drivers.redis.dispatch import RedisDispatch
 from tickwork.testing import postgres as pg
 from tickwork.testing.faults import redisserver
 
@@ -27,7 +27,7 @@ async def test_a_cli_trigger_is_in_the_due_set_at_once(
         "name": "ping", "schedule": {"every": "1d"}, "kind": "python",
         "payload": {"callable": "tickwork.testing.jobs:greet", "args": ["x"]}}))
     assert code == 0, err
-    dispatch = open_dispatch(redis.url)
+    dispatch = RedisDispatch.from_url(redis.url)
     try:
         assert await dispatch.due_count(DueCountParams("default")) == 0
         run = await cli_json(env, "jobs", "trigger", "ping", "--redis", redis.url)

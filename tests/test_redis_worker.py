@@ -21,13 +21,6 @@ from conftest import make_executors
 from redis_server import PrivateRedis, free_port
 from tickwork.client import AsyncClient
 from tickwork.clock import FakeClock
-from tickwork.dispatching import (
-    SchedulerDispatch,
-    StoreWaitingSource,
-    occurrence_key,
-    open_dispatch,
-    parse_key,
-)
 from tickwork.drivers.base import Completion, OccurrenceInsertParams
 from tickwork.drivers.dispatch import (
     DeadListParams,
@@ -37,13 +30,17 @@ from tickwork.drivers.dispatch import (
     DuePromoteParams,
     EntryReadParams,
     QueueStatsParams,
+    occurrence_key,
+    parse_key,
     to_ms,
 )
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.redis.dispatch import RedisDispatch
 from tickwork.drivers.redis.keys import member
 from tickwork.models import OccurrenceState, rfc3339
+from tickwork.scheduler.dispatch import SchedulerDispatch
 from tickwork.scheduler.planner import Planner
+from tickwork.scheduler.reconciler import StoreWaitingSource
 from tickwork.testing import ledger
 from tickwork.testing import postgres as pg
 from tickwork.testing import redis as rt
@@ -250,7 +247,7 @@ async def test_reclaim_takes_over_a_dead_consumer_and_dead_letters_poison(
 async def test_degraded_mode_claims_from_the_store_and_returns(
         stack: Stack, tmp_path: Path) -> None:
     port = free_port()
-    dispatch = open_dispatch(f"redis://127.0.0.1:{port}/0", prefix=rt.new_prefix())
+    dispatch = RedisDispatch.from_url(f"redis://127.0.0.1:{port}/0", prefix=rt.new_prefix())
     modes: list[str] = []
     source = RedisClaimSource(store=stack.store, dispatch=dispatch, clock=stack.clock,
                               worker_id="w2", probe_seconds=1, on_mode=modes.append)

@@ -61,9 +61,9 @@ from tickwork.worker.runlog import log_run
 
 if TYPE_CHECKING:
     from tickwork.api.server import ApiServer
-    from tickwork.dispatching import SchedulerDispatch
     from tickwork.drivers.base import Store
     from tickwork.drivers.redis.dispatch import RedisDispatch
+    from tickwork.scheduler.dispatch import SchedulerDispatch
     from tickwork.scheduler.reconciler import Reconciled
     from tickwork.worker.redis_source import RedisClaimSource
 
@@ -75,9 +75,9 @@ PROBE_SECONDS = 1.0  # a scheduler's /healthz and /metrics wait this long for Re
 def _open_redis(settings: Settings) -> RedisDispatch | None:
     if settings.redis is None:
         return None
-    from tickwork.dispatching import open_dispatch  # noqa: PLC0415  (needs the redis extra)
+    from tickwork.drivers.redis.dispatch import RedisDispatch  # noqa: PLC0415  (needs the redis extra)
 
-    return open_dispatch(settings.redis)
+    return RedisDispatch.from_url(settings.redis)
 
 
 def _require_postgres(settings: Settings) -> None:
@@ -156,7 +156,7 @@ class SchedulerProcess(_Process):
         self.dispatch = _open_redis(settings)
         self.redis: SchedulerDispatch | None = None
         if self.dispatch is not None:
-            from tickwork.dispatching import SchedulerDispatch  # noqa: PLC0415
+            from tickwork.scheduler.dispatch import SchedulerDispatch  # noqa: PLC0415
 
             self.redis = SchedulerDispatch(store=self.store, dispatch=self.dispatch,
                                            clock=self.clock)

@@ -52,8 +52,8 @@ from tickwork.worker.runlog import log_run
 from tickwork.worker.sources import ClaimSource
 
 if TYPE_CHECKING:
-    from tickwork.dispatching import SchedulerDispatch
     from tickwork.drivers.redis.dispatch import RedisDispatch
+    from tickwork.scheduler.dispatch import SchedulerDispatch
     from tickwork.worker.redis_source import RedisClaimSource
 
 log = logging.getLogger("tickwork.service")
@@ -131,13 +131,14 @@ class Service:
 
     async def _start_redis(self, worker_id: str) -> ClaimSource:
         """Redis dispatch in this process: the scheduler's side and the worker's."""
-        from tickwork.dispatching import SchedulerDispatch, open_dispatch  # noqa: PLC0415
+        from tickwork.drivers.redis.dispatch import RedisDispatch  # noqa: PLC0415
+        from tickwork.scheduler.dispatch import SchedulerDispatch  # noqa: PLC0415
         from tickwork.worker.redis_source import RedisClaimSource  # noqa: PLC0415
 
         s = self.settings
         assert s.redis is not None
         assert self.metrics.dispatch is not None
-        self.dispatch = open_dispatch(s.redis)
+        self.dispatch = RedisDispatch.from_url(s.redis)
         await self.dispatch.check_settings()
         self.redis = SchedulerDispatch(store=self.store, dispatch=self.dispatch,
                                        clock=self.clock)

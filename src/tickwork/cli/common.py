@@ -47,9 +47,13 @@ async def client_for(settings: Settings) -> AsyncClient:
     client = await AsyncClient.open(
         settings.database, policy=JobPolicy(settings.executors, runs_jobs=False))
     if settings.redis:
-        from tickwork.dispatching import attach_dispatch  # noqa: PLC0415  (redis is an extra)
+        # redis is an extra: imported only when configured
+        from tickwork.drivers.feeder import DueFeeder  # noqa: PLC0415
+        from tickwork.drivers.redis.dispatch import RedisDispatch  # noqa: PLC0415
 
-        attach_dispatch(client, settings.redis)
+        dispatch = RedisDispatch.from_url(settings.redis)
+        client.after_insert = DueFeeder(dispatch, client.clock).add_waiting
+        client.on_close(dispatch.close)
     return client
 
 

@@ -15,7 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from tickwork.drivers.base import NewOccurrence
+    from tickwork.models import Occurrence
 
 # Bounds on the work one call may do (DESIGN rule 8).
 MAX_PROMOTE = 1000
@@ -43,6 +47,26 @@ def due_ms(when: datetime) -> int:
 
 def from_ms(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+# One key per occurrence: ``job_id|<scheduled_at in integer microseconds>``. The store
+# integration's encoding, here and nowhere else.
+SEPARATOR = "|"
+
+
+def occurrence_key(job_id: str, scheduled_at: datetime) -> str:
+    """``job_id|<µs since the epoch>``: exact (no float), and sorts nowhere in particular."""
+    if scheduled_at.tzinfo is None:
+        scheduled_at = scheduled_at.replace(tzinfo=UTC)
+    return f"{job_id}{SEPARATOR}{(scheduled_at - EPOCH) // timedelta(microseconds=1)}"
+
+
+def parse_key(key: str) -> tuple[str, datetime]:
+    """The (job_id, scheduled_at) of a key; ValueError if it is not one of ours."""
+    job_id, sep, micros = key.rpartition(SEPARATOR)
+    if not sep or not job_id or not micros.lstrip("-").isdigit():
+        raise ValueError(f"not an occurrence key: {key!r}")
+    return job_id, EPOCH + timedelta(microseconds=int(micros))
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,3 +271,9 @@ class Dispatch(Protocol):
         epoch yet: a first start): the caller must reconcile from the store."""
         ...
     async def health(self) -> DispatchHealth: ...
+
+
+def due_item(o: NewOccurrence | Occurrence) -> DueItem:
+    """The due-set entry of a waiting occurrence."""
+    return DueItem(queue=o.queue, key=occurrence_key(o.job_id, o.scheduled_at),
+                   due_ms=due_ms(o.due_at), priority=o.priority)

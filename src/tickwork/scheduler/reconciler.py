@@ -26,16 +26,21 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from tickwork.clock import Clock
+from tickwork.drivers.admin import QueueListParams, admin_for
+from tickwork.drivers.base import OccurrenceWaitingParams, Store
 from tickwork.drivers.dispatch import (
     Dispatch,
     DueItem,
     DueRebuildParams,
     QueueStatsParams,
     StreamTrimParams,
+    due_ms,
+    occurrence_key,
+    parse_key,
     to_ms,
 )
 from tickwork.errors import DispatchUnavailable
@@ -222,3 +227,43 @@ class Reconciler(Loop):
                 await asyncio.sleep(0)
                 continue
             await self._pause()
+
+
+class StoreWaitingSource:
+    """The reconciler's WaitingSource: the store's waiting occurrences, in key order."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def waiting(self, queue: str, after: str | None, limit: int,
+                      due_before_ms: int | None = None) -> list[WaitingItem]:
+        rows = await self.store.occurrence_waiting(OccurrenceWaitingParams(
+            queue=queue, after=None if after is None else parse_key(after), limit=limit,
+            due_before=None if due_before_ms is None else datetime.fromtimestamp(
+                due_before_ms / 1000, tz=UTC)))
+        return [WaitingItem(occurrence_key(r.job_id, r.scheduled_at), due_ms(r.due_at),
+                            r.priority) for r in rows]
+
+
+class QueueCatalog(Loop):
+    """The queues a scheduler promotes and reconciles: those the store knows (jobs, unfinished
+    occurrences, pause rows), refreshed every ``interval_seconds``, plus any planned since."""
+
+    name = "queue-catalog"
+
+    def __init__(self, store: Store, clock: Clock, *, initial: Iterable[str] = ("default",),
+                 interval_seconds: float = 10.0) -> None:
+        super().__init__(clock=clock, interval_seconds=interval_seconds)
+        self.store = store
+        self._names: set[str] = set(initial)
+
+    def __call__(self) -> list[str]:
+        return sorted(self._names)
+
+    def add(self, names: Iterable[str]) -> None:
+        self._names.update(names)
+
+    async def tick(self, now: datetime) -> bool:
+        queues = await admin_for(self.store).queue_list(QueueListParams(now=now))
+        self._names.update(q.name for q in queues)
+        return False

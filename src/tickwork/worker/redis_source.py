@@ -26,7 +26,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from tickwork.clock import Clock
-from tickwork.dispatching import DueFeeder, occurrence_key, parse_key
 from tickwork.drivers.base import (
     ClaimResult,
     Completion,
@@ -46,8 +45,11 @@ from tickwork.drivers.dispatch import (
     EntryRetryParams,
     EntryTouchParams,
     due_ms,
+    occurrence_key,
+    parse_key,
     to_ms,
 )
+from tickwork.drivers.feeder import DueFeeder
 from tickwork.errors import DispatchError, DispatchUnavailable
 from tickwork.failpoints import failpoint
 from tickwork.models import Claim, OccurrenceState

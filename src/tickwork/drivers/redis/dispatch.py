@@ -105,8 +105,12 @@ class RedisDispatch:
         self._epoch: str | None = None
 
     @classmethod
-    def from_url(cls, url: str, **options: Any) -> RedisDispatch:
-        client = Redis.from_url(url, decode_responses=True, socket_connect_timeout=5,
+    def from_url(cls, url: str, *, block_ms: int = 1000, **options: Any) -> RedisDispatch:
+        """A RedisDispatch on a client of its own. The socket timeout outlasts a blocking read
+        of ``block_ms``, so a hung Redis (stopped, partitioned) surfaces as
+        DispatchUnavailable instead of a hang."""
+        client = Redis.from_url(url, decode_responses=True, socket_connect_timeout=2,
+                                socket_timeout=max(2.0, block_ms / 1000 + 1.0),
                                 health_check_interval=30)
         return cls(client, owns_client=True, **options)
 
