@@ -39,8 +39,8 @@ def running_ref(job: str, ago: float = 600, attempt: int = 1) -> LeaseRef:
 
 
 def plan(candidates: Sequence[Candidate], running: Mapping[str, Iterable[LeaseRef]] | None = None,
-         limit: int = 10) -> ClaimPlan:
-    return plan_claims(candidates, running or {}, NOW, limit)
+         limit: int = 10, retrying: Iterable[str] = ()) -> ClaimPlan:
+    return plan_claims(candidates, running or {}, NOW, limit, frozenset(retrying))
 
 
 def names(cs: Iterable[Candidate]) -> list[tuple[str, float]]:
@@ -204,6 +204,41 @@ class TestAllowAll:
         p = plan([cand("a", 30, Overlap.ALLOW_ALL), cand("a", 20, Overlap.ALLOW_ALL),
                   cand("a", 10, Overlap.ALLOW_ALL)], limit=2)
         assert_plan(p, claim=[("a", 30), ("a", 20)])
+
+
+class TestStartedRuns:
+    """A run that started (attempt >= 1) is the earlier run: never skipped, and the job's newer
+    occurrences are the ones its overlap policy holds back while it waits to run again."""
+
+    def test_a_retry_due_after_newer_ones_runs_and_they_are_skipped(self) -> None:
+        # Rescued after a crash: due now, later than the backlog that piled up meanwhile.
+        p = plan([cand("a", 3), cand("a", 2), cand("a", 5, attempt=1)], retrying={"a"})
+        assert_plan(p, claim=[("a", 5)], skipped=[("a", 3), ("a", 2)])
+
+    def test_a_retry_not_due_yet_holds_newer_ones_back(self) -> None:
+        # The store says job a has a run waiting for its backoff; it is not a candidate.
+        p = plan([cand("a", 2), cand("b", 2)], retrying={"a"})
+        assert_plan(p, claim=[("b", 2)], skipped=[("a", 2)])
+
+    @pytest.mark.parametrize("overlap", [Overlap.SKIP, Overlap.BUFFER_ONE, Overlap.BUFFER_ALL])
+    def test_a_retry_behind_a_running_one_waits_unskipped(self, overlap: Overlap) -> None:
+        p = plan([cand("a", 5, overlap, attempt=1)], running={"a": [running_ref("a", 3)]})
+        assert_plan(p)
+
+    def test_a_retry_does_not_use_up_the_buffer(self) -> None:
+        p = plan([cand("a", 5, Overlap.BUFFER_ONE, attempt=1), cand("a", 3, Overlap.BUFFER_ONE),
+                  cand("a", 2, Overlap.BUFFER_ONE)], running={"a": [running_ref("a", 9)]})
+        assert_plan(p, skipped=[("a", 2)])
+
+    def test_newer_ones_behind_a_retry_per_policy(self) -> None:
+        p = plan([cand("one", 3, Overlap.BUFFER_ONE), cand("one", 2, Overlap.BUFFER_ONE),
+                  cand("all", 3, Overlap.BUFFER_ALL), cand("allow", 3, Overlap.ALLOW_ALL)],
+                 retrying={"one", "all", "allow"})
+        assert_plan(p, claim=[("allow", 3)], skipped=[("one", 2)])
+
+    def test_two_retries_of_one_job_run_one_at_a_time(self) -> None:
+        p = plan([cand("a", 9, attempt=1), cand("a", 5, attempt=2)], retrying={"a"})
+        assert_plan(p, claim=[("a", 9)])
 
 
 def test_policies_mix_across_jobs() -> None:

@@ -1,12 +1,18 @@
 """Which due occurrences a claim takes: the catch-up window and the overlap policies (G8).
 
-Pure: a driver loads the candidates (due, highest priority first, then earliest) and the
-occurrences already running for their jobs, and applies the plan inside its claim transaction.
+Pure: a driver loads the candidates (due, highest priority first, then earliest), the
+occurrences already running for their jobs and the jobs with a started occurrence waiting to
+run again (``retrying``, due or not), and applies the plan inside its claim transaction.
+
+An occurrence that started (attempt >= 1) is never skipped: it is the earlier run. Until it
+has run to its end, a newer occurrence of a job whose policy looks at what runs is the one the
+policy holds back (skipped, buffered or left waiting), whatever their due times, so a run
+interrupted by a crash and rescued as ``retrying`` runs again as its next attempt (G4, G5).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -45,11 +51,15 @@ def plan_claims(
     running: Mapping[str, Iterable[LeaseRef]],
     now: datetime,
     limit: int,
+    retrying: Collection[str] = frozenset(),
 ) -> ClaimPlan:
-    """Decide each candidate's fate. ``running`` maps a job id to its running attempts."""
+    """Decide each candidate's fate. ``running`` maps a job id to its running attempts;
+    ``retrying`` holds the jobs with a started occurrence waiting for its next attempt."""
     plan = ClaimPlan()
     running_of = {job_id: list(refs) for job_id, refs in running.items()}  # read each once
     busy = {job_id for job_id, refs in running_of.items() if refs}
+    # A newer occurrence waits behind a started one even when it is due first.
+    unfinished = set(retrying) | {c.job_id for c in candidates if c.attempt > 0}
     waiting_kept: set[str] = set()  # buffer_one: the job already has its one buffered occurrence
     latest_cancel_previous = _latest_per_job(candidates, Overlap.CANCEL_PREVIOUS)
 
@@ -65,8 +75,10 @@ def plan_claims(
             if c.job_id in busy:
                 plan.cancel_running.extend(running_of.get(c.job_id, ()))
             _take(plan, c, busy, limit)
-        elif c.spec.overlap is Overlap.ALLOW_ALL or c.job_id not in busy:
+        elif c.spec.overlap is Overlap.ALLOW_ALL or not _held_back(c, busy, unfinished):
             _take(plan, c, busy, limit)
+        elif c.attempt > 0:
+            continue  # started: never skipped; it runs once the job's running one ends
         elif c.spec.overlap is Overlap.SKIP:
             plan.skipped.append(c)
         elif c.spec.overlap is Overlap.BUFFER_ONE:
@@ -76,6 +88,11 @@ def plan_claims(
                 waiting_kept.add(c.job_id)
         # BUFFER_ALL, with the job busy: it waits for its turn.
     return plan
+
+
+def _held_back(c: Candidate, busy: set[str], unfinished: set[str]) -> bool:
+    """Something earlier of the job runs, or (for a run that never started) waits to retry."""
+    return c.job_id in busy or (c.attempt == 0 and c.job_id in unfinished)
 
 
 def _take(plan: ClaimPlan, c: Candidate, busy: set[str], limit: int) -> None:

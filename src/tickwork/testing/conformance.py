@@ -282,6 +282,60 @@ class ClaimConformance:
                 OccurrenceListParams(job_id=job.id, states=[S.RUNNING]))
             assert len(running) == 3
 
+    class TestOccurrenceClaimStartedRuns:
+        """A run that started is never skipped (G4, G5): rescued after a crash or waiting for
+        its backoff, it runs again as its next attempt, and its job's newer occurrences are
+        what the overlap policy holds back, even when they are due first."""
+
+        async def test_a_rescued_run_reruns_before_the_backlog(self, store: Store) -> None:
+            job = await add_job(store, "j")
+            await add_occurrences(store, job, NOW)
+            await claim_one(store, NOW)
+            # The process dies with the run in flight; ticks pile up until it is back.
+            await add_occurrences(store, job, *(NOW + seconds(t) for t in range(1, 6)))
+            back = NOW + seconds(7)
+            (rescued,) = await store.occurrence_rescue(
+                OccurrenceRescueParams(now=back, all_but_worker="w2"))
+            assert (rescued.state, rescued.attempt) == (S.RETRYING, 1)
+            result = await claim(store, back, worker="w2")
+            assert [(c.occurrence.scheduled_at, c.occurrence.attempt)
+                    for c in result.claims] == [(NOW, 2)]
+            assert result.skipped == 5
+            assert [await _state(store, job, t) for t in range(1, 6)] == [S.SKIPPED_OVERLAP] * 5
+            assert await complete(store, back + seconds(3),
+                                  completion(result.claims[0], started_at=back)) == [True]
+            occ = await store.occurrence_get(job.id, NOW)
+            assert (occ.state, occ.attempt) == (S.SUCCEEDED, 2)
+            assert [a.outcome for a in await store.attempt_list(job.id, NOW)] == [
+                AttemptOutcome.CRASHED, AttemptOutcome.SUCCEEDED]
+
+        async def test_a_run_in_its_backoff_holds_newer_ones_back(self, store: Store) -> None:
+            job = await add_job(store, "j")
+            await add_occurrences(store, job, NOW)
+            first = await claim_one(store, NOW)
+            await complete(store, NOW + seconds(1), completion(
+                first, state=S.RETRYING, due_at=NOW + seconds(10)))
+            await add_occurrences(store, job, NOW + seconds(2), NOW + seconds(4))
+            result = await claim(store, NOW + seconds(5))
+            assert (result.claims, result.skipped) == ([], 2)
+            (again,) = (await claim(store, NOW + seconds(10))).claims
+            assert (again.occurrence.scheduled_at, again.occurrence.attempt) == (NOW, 2)
+
+        async def test_buffer_all_waits_for_a_run_in_its_backoff(self, store: Store) -> None:
+            job = await add_job(store, "j", overlap=Overlap.BUFFER_ALL)
+            await add_occurrences(store, job, NOW)
+            first = await claim_one(store, NOW)
+            await complete(store, NOW + seconds(1), completion(
+                first, state=S.RETRYING, due_at=NOW + seconds(10)))
+            await add_occurrences(store, job, NOW + seconds(2))
+            assert (await claim(store, NOW + seconds(5))).claims == []
+            assert await store.occurrence_next_due("default", NOW + seconds(5)) == \
+                NOW + seconds(10)
+            (again,) = (await claim(store, NOW + seconds(10))).claims
+            assert (again.occurrence.scheduled_at, again.occurrence.attempt) == (NOW, 2)
+            await complete(store, NOW + seconds(11), completion(again))
+            assert _at((await claim(store, NOW + seconds(11))).claims) == [2]
+
     class TestResults:
         async def test_g7_succeeded_never_runs_again(self, store: Store) -> None:
             job = await add_job(store, "j", next_run_at=NOW, overlap=Overlap.ALLOW_ALL)

@@ -17,6 +17,7 @@ from tickwork.drivers.base import (
     KeyClaimResult,
     OccurrenceClaimKeysParams,
     OccurrenceInsertParams,
+    OccurrenceRescueParams,
     OccurrenceWaitingParams,
     Store,
 )
@@ -152,6 +153,22 @@ class KeyConformance:
                 (*_key(job, 0), NOW + seconds(10))]
             (c,) = (await claim_keys(store, NOW + seconds(10), _key(job, 0))).claims
             assert c.occurrence.attempt == 2
+
+        async def test_a_rescued_key_reruns_and_newer_keys_are_skipped(
+                self, store: Store) -> None:
+            job = await add_job(store, "j")
+            await add_occurrences(store, job, NOW)
+            await claim_one(store, NOW)
+            await add_occurrences(store, job, NOW + seconds(1), NOW + seconds(2))
+            back = NOW + seconds(5)
+            await store.occurrence_rescue(OccurrenceRescueParams(now=back, all_but_worker="w2"))
+            # Delivered in due order: the newer ticks come before the rescued run.
+            result = await claim_keys(store, back, _key(job, 1), _key(job, 2), _key(job, 0),
+                                      worker="w2")
+            assert [(c.occurrence.scheduled_at, c.occurrence.attempt)
+                    for c in result.claims] == [(NOW, 2)]
+            assert (result.skipped, result.not_due) == (2, [])
+            assert (await store.occurrence_get(*_key(job, 1))).state is S.SKIPPED_OVERLAP
 
     class TestOccurrenceWaiting:
         async def test_waiting_in_key_order_paged(self, store: Store) -> None:

@@ -27,7 +27,8 @@ from tickwork.models import Claim, Job, OccurrenceState, Overlap
 
 _MARKS = (
     ("missed", OccurrenceState.MISSED, "past its catch-up window"),
-    ("skipped", OccurrenceState.SKIPPED_OVERLAP, "an earlier run of the job was still running"),
+    ("skipped", OccurrenceState.SKIPPED_OVERLAP,
+     "an earlier run of the job was still running or waiting to retry"),
     ("superseded", OccurrenceState.CANCELLED,
      "superseded by a newer run (overlap cancel_previous)"),
 )
@@ -48,8 +49,8 @@ class ClaimMethods:
                 return b.ClaimResult(claims=[])
             rows = await self._with_job_locks(conn, rows)
             candidates = [self._candidate(r) for r in rows]
-            running = await self._running_of(conn, {c.job_id for c in candidates})
-            plan = plan_claims(candidates, running, p.now, p.limit)
+            running, retrying = await self._unfinished_of(conn, {c.job_id for c in candidates})
+            plan = plan_claims(candidates, running, p.now, p.limit, retrying)
             await self._apply_marks(conn, plan, p.now)
             claims = await self._apply_claims(conn, plan, rows, p)
         return b.ClaimResult(claims=claims, missed=len(plan.missed), skipped=len(plan.skipped),
@@ -72,12 +73,19 @@ class ClaimMethods:
             trigger=TRIGGERS[row["trigger"]],
             spec=self._specs.get(row["job_id"], row["job_version"], row["job_spec"]))
 
-    async def _running_of(self, conn: Conn, job_ids: set[str]) -> dict[str, list[b.LeaseRef]]:
+    async def _unfinished_of(self, conn: Conn, job_ids: set[str]
+                             ) -> tuple[dict[str, list[b.LeaseRef]], set[str]]:
+        """The running attempts of these jobs, and those of them with a run waiting to retry."""
         running: dict[str, list[b.LeaseRef]] = defaultdict(list)
-        for r in await fetch_all(conn, Q["occurrence_running_of_jobs"], (sorted(job_ids),)):
-            running[r["job_id"]].append(
-                b.LeaseRef(r["job_id"], instant(r["scheduled_at"]), r["attempt"]))
-        return running
+        retrying: set[str] = set()
+        for r in await fetch_all(conn, Q["occurrence_unfinished_of_jobs"],
+                                 {"job_ids": sorted(job_ids)}):
+            if r["state"] == OccurrenceState.RUNNING.value:
+                running[r["job_id"]].append(
+                    b.LeaseRef(r["job_id"], instant(r["scheduled_at"]), r["attempt"]))
+            else:
+                retrying.add(r["job_id"])
+        return running, retrying
 
     async def _apply_marks(self, conn: Conn, plan: ClaimPlan, now: datetime) -> None:
         marks = [(c, state, why) for attr, state, why in _MARKS for c in getattr(plan, attr)]

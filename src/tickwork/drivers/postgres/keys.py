@@ -39,8 +39,9 @@ class KeyClaimMethods(ClaimMethods):
             busy = await self._busy_elsewhere(conn, [k for k in keys if k not in raw])
             sorted_keys = triage([k for k in keys if k not in busy], rows)
             candidates = [self._candidate(raw[k]) for k in sorted_keys.claimable]
-            running = await self._running_of(conn, {c.job_id for c in candidates})
-            plan = plan_claims(candidates, running, p.now, len(candidates))
+            running, retrying = await self._unfinished_of(conn,
+                                                          {c.job_id for c in candidates})
+            plan = plan_claims(candidates, running, p.now, len(candidates), retrying)
             await self._apply_marks(conn, plan, p.now)
             claims = await self._apply_claims(conn, plan, list(raw.values()),
                                               b.OccurrenceClaimParams(

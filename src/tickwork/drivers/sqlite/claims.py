@@ -23,7 +23,8 @@ Q = load_queries("tickwork.drivers.sqlite")
 
 _MARKS = (
     ("missed", OccurrenceState.MISSED, "past its catch-up window"),
-    ("skipped", OccurrenceState.SKIPPED_OVERLAP, "an earlier run of the job was still running"),
+    ("skipped", OccurrenceState.SKIPPED_OVERLAP,
+     "an earlier run of the job was still running or waiting to retry"),
     ("superseded", OccurrenceState.CANCELLED,
      "superseded by a newer run (overlap cancel_previous)"),
 )
@@ -44,8 +45,8 @@ class SqliteClaimMethods:
                     return b.ClaimResult(claims=[])
                 by_key = {(r["job_id"], r["scheduled_at"]): r for r in rows}
                 candidates = [self._candidate(r) for r in rows]
-                running = self._running_of(conn, {c.job_id for c in candidates})
-                plan = plan_claims(candidates, running, p.now, p.limit)
+                running, retrying = self._unfinished_of(conn, {c.job_id for c in candidates})
+                plan = plan_claims(candidates, running, p.now, p.limit, retrying)
                 self._apply_marks(conn, plan, now)
                 claims = [self._claim(conn, c, by_key[(c.job_id, to_us(c.scheduled_at))], p, now)
                           for c in plan.claim]
@@ -64,15 +65,20 @@ class SqliteClaimMethods:
             spec=self._specs.get(row["job_id"], row["job_version"], row["job_spec"]),
         )
 
-    def _running_of(
+    def _unfinished_of(
         self, conn: sqlite3.Connection, job_ids: set[str]
-    ) -> dict[str, list[b.LeaseRef]]:
+    ) -> tuple[dict[str, list[b.LeaseRef]], set[str]]:
+        """The running attempts of these jobs, and those of them with a run waiting to retry."""
         running: dict[str, list[b.LeaseRef]] = defaultdict(list)
+        retrying: set[str] = set()
         for job_id in job_ids:
-            for r in conn.execute(Q["occurrence_running_of_job"], (job_id,)):
-                running[job_id].append(
-                    b.LeaseRef(r["job_id"], from_us(r["scheduled_at"]), r["attempt"]))
-        return running
+            for r in conn.execute(Q["occurrence_unfinished_of_job"], {"job_id": job_id}):
+                if r["state"] == OccurrenceState.RUNNING.value:
+                    running[job_id].append(
+                        b.LeaseRef(r["job_id"], from_us(r["scheduled_at"]), r["attempt"]))
+                else:
+                    retrying.add(job_id)
+        return running, retrying
 
     def _apply_marks(self, conn: sqlite3.Connection, plan: ClaimPlan, now: int) -> None:
         for attr, state, why in _MARKS:

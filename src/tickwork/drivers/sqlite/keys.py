@@ -46,8 +46,8 @@ class SqliteKeyMethods(SqliteClaimMethods):
                 for k, r in raw.items()}
         sorted_keys = triage(keys, rows)
         candidates = [self._candidate(raw[k]) for k in sorted_keys.claimable]
-        running = self._running_of(conn, {c.job_id for c in candidates})
-        plan = plan_claims(candidates, running, p.now, len(candidates))
+        running, retrying = self._unfinished_of(conn, {c.job_id for c in candidates})
+        plan = plan_claims(candidates, running, p.now, len(candidates), retrying)
         self._apply_marks(conn, plan, now)
         claims = [self._claim(conn, c, raw[(c.job_id, c.scheduled_at)], p, now)
                   for c in plan.claim]

@@ -1,7 +1,9 @@
 -- name: occurrence_candidates
 -- Due occurrences of one queue (none while the queue is paused), locked; rows another
 -- claimer holds are skipped. With server_clock, due-ness also needs the database's own clock
--- to agree (DESIGN rule 6): a worker whose clock runs fast never starts a job early.
+-- to agree (DESIGN rule 6): a worker whose clock runs fast never starts a job early. A
+-- buffer_all occurrence waits while its job runs or, if it never started itself, while a run of
+-- the job waits to retry (the policy's plan, claiming.py, decides the same).
 SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_next_run_at,
        j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard,
        j.overlap AS job_overlap
@@ -10,8 +12,10 @@ WHERE o.queue = %(queue)s AND o.state IN ('scheduled', 'queued', 'retrying')
   AND o.due_at <= %(now)s AND (NOT %(server_clock)s OR o.due_at <= statement_timestamp())
   AND NOT j.paused AND j.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused)
-  AND NOT (j.overlap = 'buffer_all' AND EXISTS (
-      SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running'))
+  AND NOT (j.overlap = 'buffer_all' AND (
+      EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
+      OR (o.attempt = 0 AND EXISTS (
+          SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
 ORDER BY o.priority DESC, o.due_at
 LIMIT %(limit)s
 FOR UPDATE OF o SKIP LOCKED
@@ -23,10 +27,15 @@ FOR UPDATE OF o SKIP LOCKED
 SELECT id FROM unnest(%b::text[]) AS id
 WHERE pg_try_advisory_xact_lock(1953063787, hashtext(id))
 
--- name: occurrence_running_of_jobs
+-- name: occurrence_unfinished_of_jobs
+-- What an overlap policy looks at: the jobs' running attempts, and their occurrences that
+-- started and wait to run again (retrying, due or not); each half reads its own partial index.
 -- A new statement, so it sees every claim committed before this claimer took the job locks.
-SELECT job_id, scheduled_at, attempt FROM occurrences
-WHERE job_id = ANY(%b::text[]) AND state = 'running'
+SELECT job_id, scheduled_at, attempt, state FROM occurrences
+WHERE job_id = ANY(%(job_ids)b::text[]) AND state = 'running'
+UNION ALL
+SELECT job_id, scheduled_at, attempt, state FROM occurrences
+WHERE job_id = ANY(%(job_ids)b::text[]) AND state = 'retrying'
 
 -- name: occurrence_mark
 UPDATE occurrences o

@@ -124,8 +124,10 @@ SELECT min(o.due_at) AS due_at FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = %s AND o.state IN ('scheduled', 'queued', 'retrying')
   AND NOT j.paused AND j.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused)
-  AND NOT (j.overlap = 'buffer_all' AND EXISTS (
-      SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running'))
+  AND NOT (j.overlap = 'buffer_all' AND (
+      EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
+      OR (o.attempt = 0 AND EXISTS (
+          SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
 
 -- name: attempt_list
 SELECT * FROM attempts WHERE job_id = %s AND scheduled_at = %s ORDER BY number

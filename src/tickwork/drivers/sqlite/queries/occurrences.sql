@@ -8,14 +8,18 @@ ON CONFLICT (job_id, scheduled_at) DO NOTHING
 SELECT * FROM occurrences WHERE job_id = ? AND scheduled_at = ?
 
 -- name: occurrence_candidates
+-- A buffer_all occurrence waits while its job runs or, if it never started itself, while a run
+-- of the job waits to retry (the policy's plan, claiming.py, decides the same).
 SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_next_run_at,
        j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard
 FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying') AND o.due_at <= ?
   AND j.paused = 0 AND j.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused = 1)
-  AND NOT (j.overlap = 'buffer_all' AND EXISTS (
-      SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running'))
+  AND NOT (j.overlap = 'buffer_all' AND (
+      EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
+      OR (o.attempt = 0 AND EXISTS (
+          SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
 ORDER BY o.priority DESC, o.due_at
 LIMIT ?
 
@@ -65,9 +69,16 @@ UPDATE occurrences SET state = 'cancelled', finished_at = ?, updated_at = ?, lea
     last_error = ?
 WHERE job_id = ? AND state IN ('scheduled', 'queued', 'retrying', 'running')
 
--- name: occurrence_running_of_job
-SELECT job_id, scheduled_at, attempt, worker FROM occurrences
-WHERE job_id = ? AND state = 'running'
+-- name: occurrence_unfinished_of_job
+-- What an overlap policy looks at: the job's running attempts, and its occurrences that started
+-- and wait to run again (retrying, due or not). Each half reads its own partial index, named:
+-- without ANALYZE statistics SQLite walks the primary key instead, every row the job ever had
+-- (6 ms for 50,000 rows against 3 us).
+SELECT job_id, scheduled_at, attempt, state FROM occurrences INDEXED BY occurrences_job_running
+WHERE job_id = :job_id AND state = 'running'
+UNION ALL
+SELECT job_id, scheduled_at, attempt, state FROM occurrences INDEXED BY occurrences_job_retrying
+WHERE job_id = :job_id AND state = 'retrying'
 
 -- name: occurrence_next_due
 -- The same eligibility as occurrence_candidates, so a worker never wakes for what it cannot claim.
@@ -75,5 +86,7 @@ SELECT MIN(o.due_at) FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying')
   AND j.paused = 0 AND j.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused = 1)
-  AND NOT (j.overlap = 'buffer_all' AND EXISTS (
-      SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running'))
+  AND NOT (j.overlap = 'buffer_all' AND (
+      EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
+      OR (o.attempt = 0 AND EXISTS (
+          SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
