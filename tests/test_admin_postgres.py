@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator
 import psycopg
 import pytest
 
-from tickwork.drivers.admin import QueueSetPausedParams, admin_for
+from tickwork.drivers import open_driver
+from tickwork.drivers.admin import QueueSetPausedParams
 from tickwork.drivers.postgres.admin import PostgresAdmin
 from tickwork.drivers.postgres.secrets import PostgresSecretStore
 from tickwork.drivers.postgres.store import PostgresStore
-from tickwork.drivers.secrets import open_secret_store
 from tickwork.errors import StoreError, StoreUnavailable
 from tickwork.secrets import resolver_for
 from tickwork.testing import postgres as pg
@@ -42,21 +42,21 @@ class TestPostgresAdmin(AdminConformance):
 class TestPostgresSecretStore(SecretStoreConformance):
     @pytest.fixture
     async def secret_store(self, postgres_url: str) -> AsyncIterator[PostgresSecretStore]:
-        secrets = open_secret_store(postgres_url)
+        secrets = open_driver(postgres_url).secret_store()
         assert isinstance(secrets, PostgresSecretStore)
         yield secrets
         await secrets.close()
 
 
 def test_admin_shares_the_store_pool(store: PostgresStore) -> None:
-    admin = admin_for(store)
+    admin = store.admin()
     assert isinstance(admin, PostgresAdmin)
     assert admin._pool is store.pool  # one bounded set of connections per process
 
 
 async def test_resuming_a_queue_wakes_listening_workers(
         store: PostgresStore, postgres_url: str) -> None:
-    admin = admin_for(store)
+    admin = store.admin()
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as listen:
         await listen.execute("LISTEN tickwork_wake")
         await admin.queue_set_paused(QueueSetPausedParams(name="mail", paused=True, now=NOW))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tickwork.drivers.secrets import open_secret_store
+from tickwork.drivers import open_driver
 from tickwork.drivers.sqlite.secrets import SqliteSecretStore
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.testing.admin_conformance import AdminConformance, SecretStoreConformance
@@ -29,7 +29,7 @@ class TestSqliteSecretStore(SecretStoreConformance):
         store = SqliteStore(url)
         await store.migrate()
         await store.close()
-        secrets = open_secret_store(url)
+        secrets = open_driver(url).secret_store()
         assert isinstance(secrets, SqliteSecretStore)
         yield secrets
         await secrets.close()

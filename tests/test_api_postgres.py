@@ -19,8 +19,8 @@ from tickwork.api import create_app
 from tickwork.api.auth import create_token
 from tickwork.client import AsyncClient
 from tickwork.clock import FakeClock
+from tickwork.drivers import open_driver
 from tickwork.drivers.postgres.store import PostgresStore
-from tickwork.drivers.secrets import open_secret_store
 from tickwork.errors import Success
 from tickwork.executors import ExecutorSettings, build_executors
 from tickwork.metrics import Metrics
@@ -110,7 +110,7 @@ async def test_tokens_authenticate_and_revoke(api: Api) -> None:
 
 async def test_a_job_secret_resolves_from_postgres(api: Api, postgres_url: str) -> None:
     keyring = SecretKeyring([Fernet.generate_key().decode()])
-    secrets = open_secret_store(postgres_url)
+    secrets = open_driver(postgres_url).secret_store()
     try:
         await secrets.secret_set("tok", keyring.encrypt(SECRET), START)
         doc = {"name": "greeter", "schedule": {"every": "1h"}, "kind": "python",

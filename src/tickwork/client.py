@@ -32,7 +32,7 @@ from tickwork.document import (
     parse_job_document,
     to_spec,
 )
-from tickwork.drivers import open_store
+from tickwork.drivers import open_driver
 from tickwork.drivers.admin import (
     AdminStore,
     JobStatus,
@@ -42,7 +42,6 @@ from tickwork.drivers.admin import (
     QueueSetPausedParams,
     Stats,
     StatsParams,
-    admin_for,
 )
 from tickwork.drivers.base import (
     MAX_BATCH,
@@ -137,13 +136,13 @@ class AsyncClient:
     def admin(self) -> AdminStore:
         """Queues, aggregates and tokens: the store's admin driver (drivers/admin.py)."""
         if self._admin is None:
-            self._admin = admin_for(self.store)
+            self._admin = self.store.admin()
         return self._admin
 
     @classmethod
     async def open(cls, database: str = "sqlite:///tickwork.db", *, clock: Clock | None = None,
                    migrate: bool = True, policy: JobPolicy | None = None) -> AsyncClient:
-        store = open_store(database)
+        store = open_driver(database).store
         if migrate:
             await store.migrate()
         return cls(store, clock=clock, policy=policy)

@@ -14,6 +14,7 @@ from dataclasses import fields
 from typing import Any
 
 from tickwork.document import QUEUE_NAME, QUEUE_NAME_RULE
+from tickwork.drivers import SQLITE, backend_of
 from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors.base import ExecutorSettings
 from tickwork.executors.email import check_settings as check_smtp_settings
@@ -53,7 +54,7 @@ def check_url(name: str, value: str, schemes: tuple[str, ...]) -> None:
 
 def check_database(url: str) -> None:
     check_url("database", url, ("sqlite", "postgresql", "postgres"))
-    if not url.lower().startswith("sqlite:") or url == "sqlite://:memory:":
+    if backend_of(url) != SQLITE or url == "sqlite://:memory:":
         return
     if not url.startswith("sqlite:///") or url == "sqlite:///":
         raise ConfigError("database", "must be sqlite:///PATH, with three slashes and a path")

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from tickwork.clock import Clock, SystemClock
 from tickwork.config import Settings
-from tickwork.drivers import safe_url
+from tickwork.drivers import open_driver, safe_url
 from tickwork.drivers.postgres.notify import SHARDS_CHANNEL, NotifyListener
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.errors import ConfigError, DispatchError
@@ -81,7 +81,7 @@ def _open_redis(settings: Settings) -> RedisDispatch | None:
 
 
 def _require_postgres(settings: Settings) -> None:
-    if not settings.database.lower().startswith(("postgresql://", "postgres://")):
+    if not open_driver(settings.database).shared:
         raise ConfigError("database", "tickwork scheduler and tickwork worker share a "
                           "PostgreSQL database: use --database postgresql://... "
                           "(for one process on SQLite, use tickwork run)")

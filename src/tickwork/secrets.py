@@ -311,9 +311,9 @@ def _substitute(value: object, values: dict[str, str]) -> object:
 def resolver_for(database: str) -> SecretResolver | None:
     """A resolver over the secret store of ``database``, or None where there is none yet
     (a driver without a SecretStore, an in-memory SQLite database)."""
-    from tickwork.drivers.secrets import open_secret_store  # noqa: PLC0415  (drivers import lazily)
+    from tickwork.drivers import open_driver  # noqa: PLC0415  (drivers import lazily)
 
     try:
-        return SecretResolver(open_secret_store(database))
+        return SecretResolver(open_driver(database).secret_store())
     except TickworkError:
         return None

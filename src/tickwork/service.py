@@ -33,7 +33,7 @@ from tickwork.clock import Clock, SystemClock
 from tickwork.config import Settings
 from tickwork.demo import DEMO_JOBS
 from tickwork.document import parse_job_document
-from tickwork.drivers import open_store, safe_url
+from tickwork.drivers import open_driver, safe_url
 from tickwork.drivers.sqlite.connection import path_from_url
 from tickwork.errors import JobNotFound, StoreUnavailable
 from tickwork.executors import build_executors
@@ -65,7 +65,8 @@ class Service:
         self.settings = settings
         self.clock = clock or SystemClock()
         self.imports = imports
-        self.store = open_store(settings.database)
+        self.driver = open_driver(settings.database)
+        self.store = self.driver.store
         self.executors: dict[str, Executor] = {}
         self.executor_settings = settings.executors
         self.secrets: SecretResolver | None = None
@@ -75,7 +76,7 @@ class Service:
         self.client = AsyncClient(self.store, clock=self.clock, on_change=self._wake)
         self._lock: IO[str] | None = None
         self.metrics = Metrics()
-        self.metrics.dispatch = DispatchMode(REDIS if settings.redis else _store_name(settings))
+        self.metrics.dispatch = DispatchMode(REDIS if settings.redis else self.driver.name)
         self.dispatch: RedisDispatch | None = None
         self.redis: SchedulerDispatch | None = None  # the due set's side: promoter, reconciler
         self.source: RedisClaimSource | None = None  # the worker's side: claims from Redis
@@ -260,7 +261,7 @@ class Service:
         log_run(claim, result, started, finished)
 
     def _take_lock(self) -> None:
-        if not self.settings.database.startswith("sqlite:") and "://" in self.settings.database:
+        if self.driver.shared:  # many processes share it: no file to lock
             return
         path = path_from_url(self.settings.database)
         if path == ":memory:":
@@ -287,7 +288,3 @@ class Service:
                 fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
             self._lock.close()
             self._lock = None
-
-
-def _store_name(settings: Settings) -> str:
-    return "sqlite" if settings.database.lower().startswith("sqlite:") else "postgres"

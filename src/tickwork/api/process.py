@@ -22,7 +22,6 @@ from fastapi.responses import JSONResponse
 
 from tickwork.api.server import ApiServer
 from tickwork.config import parse_address
-from tickwork.drivers.admin import admin_for
 from tickwork.drivers.base import Store
 from tickwork.errors import StoreError, TickworkError
 from tickwork.metrics import CONTENT_TYPE, DEGRADED
@@ -44,7 +43,7 @@ class ProcessFace(Protocol):
 async def store_reachable(store: Store) -> bool:
     """Whether the store answers a trivial query within STORE_CHECK_SECONDS."""
     try:
-        await asyncio.wait_for(admin_for(store).health_check(), STORE_CHECK_SECONDS)
+        await asyncio.wait_for(store.admin().health_check(), STORE_CHECK_SECONDS)
     except (StoreError, TimeoutError, OSError):
         return False
     return True

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import LiteralString
 
+from tickwork.drivers import POSTGRES, backend_of
 from tickwork.drivers.sqlite.connection import path_from_url
 from tickwork.errors import ConfigError, StoreUnavailable, TickworkError
 
@@ -37,7 +38,7 @@ class NotYet(TickworkError):
 
 
 def is_postgres(url: str) -> bool:
-    return url.lower().startswith(("postgresql://", "postgres://"))
+    return backend_of(url) == POSTGRES
 
 
 def replace_database(url: str, name: str) -> str:

@@ -15,8 +15,8 @@ from pathlib import Path
 from tickwork.cli.common import add_store_options, settings_from
 from tickwork.cli.output import print_json, print_table
 from tickwork.document.render import when
-from tickwork.drivers import open_store
-from tickwork.drivers.secrets import SecretStore, open_secret_store
+from tickwork.drivers import open_driver
+from tickwork.drivers.secrets import SecretStore
 from tickwork.errors import ValidationError
 from tickwork.secrets import MAX_SECRET_BYTES, SecretKeyring, check_name
 
@@ -73,13 +73,12 @@ def read_value(value_file: str | None) -> str:
 
 
 async def _open(args: argparse.Namespace) -> SecretStore:
-    database = settings_from(args).database
-    store = open_store(database)
+    driver = open_driver(settings_from(args).database)
     try:
-        await store.migrate()
+        await driver.migrate()
     finally:
-        await store.close()
-    return open_secret_store(database)
+        await driver.close()
+    return driver.secret_store()
 
 
 async def set_secret(args: argparse.Namespace) -> int:

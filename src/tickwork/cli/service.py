@@ -8,7 +8,7 @@ import os
 
 from tickwork.cli.api import add_serve_options
 from tickwork.cli.common import add_store_options, settings_from
-from tickwork.drivers import open_store
+from tickwork.drivers import open_driver
 from tickwork.service import Service
 
 log = logging.getLogger("tickwork.cli")
@@ -64,10 +64,10 @@ async def run_service(args: argparse.Namespace) -> int:
 
 async def run_migrate(args: argparse.Namespace) -> int:
     settings = settings_from(args)
-    store = open_store(settings.database)
+    driver = open_driver(settings.database)
     try:
-        await store.migrate()
+        await driver.migrate()
     finally:
-        await store.close()
+        await driver.close()
     print(f"database {settings.database} is up to date")
     return 0

@@ -14,10 +14,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
-from tickwork.errors import ConfigError, TickworkError
+from tickwork.errors import TickworkError
 
 if TYPE_CHECKING:
-    from tickwork.drivers.base import Store
+    pass
 
 
 class TokenNotFound(TickworkError, LookupError):
@@ -161,25 +161,6 @@ class AdminStore(Protocol):
     async def token_revoke(self, p: TokenRevokeParams) -> TokenInfo:
         """Raises LookupError (TokenNotFound) when no active token has the id or name."""
         ...
-
-
-def admin_for(store: Store) -> AdminStore:
-    """The AdminStore of a store, sharing its connection (SQLite) or pool (PostgreSQL)."""
-    from tickwork.drivers.sqlite.admin import SqliteAdmin  # noqa: PLC0415  (drivers load lazily)
-    from tickwork.drivers.sqlite.store import SqliteStore  # noqa: PLC0415
-
-    if isinstance(store, SqliteStore):
-        return SqliteAdmin.for_store(store)
-    try:
-        from tickwork.drivers.postgres.admin import PostgresAdmin  # noqa: PLC0415
-        from tickwork.drivers.postgres.store import PostgresStore  # noqa: PLC0415
-    except ImportError:  # no postgres extra (psycopg), so no PostgresStore to serve
-        pass
-    else:
-        if isinstance(store, PostgresStore):
-            return PostgresAdmin.for_store(store)
-    raise ConfigError("database", f"{type(store).__name__} has no admin driver yet "
-                      "(the REST API, dashboard and metrics need one)")
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float | None:

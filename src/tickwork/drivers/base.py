@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from tickwork.models import (
     Attempt,
@@ -24,6 +24,9 @@ from tickwork.models import (
 
 # Bounds on the work one call may do (DESIGN rule 8).
 MAX_BATCH = 1000
+
+if TYPE_CHECKING:
+    from tickwork.drivers.admin import AdminStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,6 +300,9 @@ class Store(Protocol):
 
     async def migrate(self) -> None: ...
     async def close(self) -> None: ...
+    def admin(self) -> AdminStore:
+        """The AdminStore on this store's connection or pool."""
+        ...
 
     async def job_create(self, p: JobCreateParams) -> Job: ...
     async def job_create_many(self, p: JobCreateManyParams) -> list[Job]: ...

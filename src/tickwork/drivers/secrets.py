@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
-from tickwork.errors import ConfigError, TickworkError
+from tickwork.errors import TickworkError
 
 MAX_SECRET_NAME = 128
 
@@ -47,21 +47,3 @@ class SecretStore(Protocol):
     async def close(self) -> None:
         """Release connections (a no-op where there are none)."""
         ...
-
-
-def open_secret_store(url: str) -> SecretStore:
-    """The secret store that lives in the same database as ``open_store(url)``."""
-    if url.startswith("sqlite:") or "://" not in url:
-        from tickwork.drivers.sqlite.secrets import SqliteSecretStore  # noqa: PLC0415  (driver imports stay lazy, as in drivers/__init__)
-
-        return SqliteSecretStore(url)
-    if url.startswith(("postgresql://", "postgres://")):
-        try:
-            from tickwork.drivers.postgres.secrets import PostgresSecretStore  # noqa: PLC0415  (optional dependency, loaded only for PostgreSQL)
-        except ImportError as exc:
-            raise ConfigError("database", "PostgreSQL needs the postgres extra: "
-                              "pip install 'tickwork[postgres]'") from exc
-        return PostgresSecretStore(url)
-    scheme = url.split("://", 1)[0]
-    raise ConfigError("database", f"no secret store for database URL scheme {scheme!r}; "
-                      "expected sqlite:///path or postgresql://...")

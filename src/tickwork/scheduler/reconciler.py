@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from tickwork.clock import Clock
-from tickwork.drivers.admin import QueueListParams, admin_for
+from tickwork.drivers.admin import QueueListParams
 from tickwork.drivers.base import OccurrenceWaitingParams, Store
 from tickwork.drivers.dispatch import (
     Dispatch,
@@ -264,6 +264,6 @@ class QueueCatalog(Loop):
         self._names.update(names)
 
     async def tick(self, now: datetime) -> bool:
-        queues = await admin_for(self.store).queue_list(QueueListParams(now=now))
+        queues = await self.store.admin().queue_list(QueueListParams(now=now))
         self._names.update(q.name for q in queues)
         return False

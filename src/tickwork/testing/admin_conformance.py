@@ -1,7 +1,7 @@
 """The AdminStore and SecretStore conformance suites: every driver passes them (STYLE habit 2).
 
 A driver's test module subclasses ``AdminConformance`` and defines ``store`` (a fresh,
-migrated Store of its own); the suite reaches the admin driver through ``admin_for(store)``,
+migrated Store of its own); the suite reaches the admin driver through ``store.admin()``,
 as the API does. ``SecretStoreConformance`` needs ``secret_store``: a SecretStore on a fresh,
 migrated database.
 
@@ -27,7 +27,6 @@ from tickwork.drivers.admin import (
     TokenInfo,
     TokenNotFound,
     TokenRevokeParams,
-    admin_for,
 )
 from tickwork.drivers.base import JobDeleteParams, Store
 from tickwork.drivers.secrets import SecretNotFound, SecretStore
@@ -89,7 +88,7 @@ async def _history(store: Store) -> Job:
 class AdminConformance:
     @pytest.fixture
     def admin(self, store: Store) -> AdminStore:
-        return admin_for(store)
+        return store.admin()
 
     async def test_health_check(self, admin: AdminStore) -> None:
         await admin.health_check()

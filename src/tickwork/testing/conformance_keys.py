@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 
-from tickwork.drivers.admin import QueueSetPausedParams, admin_for
+from tickwork.drivers.admin import QueueSetPausedParams
 from tickwork.drivers.base import (
     JobDeleteParams,
     JobSetPausedParams,
@@ -118,7 +118,7 @@ class KeyConformance:
             assert (result.claims, result.not_due) == ([], [(*_key(job, -1), NOW - seconds(1))])
             await store.job_set_paused(
                 JobSetPausedParams(id=job.id, paused=False, next_run_at=NOW, now=NOW))
-            admin = admin_for(store)
+            admin = store.admin()
             await admin.queue_set_paused(QueueSetPausedParams("default", True, NOW))
             result = await claim_keys(store, NOW, _key(job, -1))
             assert (result.claims, len(result.not_due)) == ([], 1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from itertools import chain, islice
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -34,6 +34,9 @@ from tickwork.models import Job, JobSpec, utc
 
 MIGRATIONS = load_migrations("tickwork.drivers.postgres")
 T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from tickwork.drivers.postgres.admin import PostgresAdmin
 
 
 class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods,
@@ -73,6 +76,12 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods,
             await conn.execute(Q["meta_init"], ("shard_count", str(self._initial_shard_count)))
             count = await self._read_shard_count(conn)
             await conn.execute(Q["shard_leases_init"], (count,))
+
+    def admin(self) -> PostgresAdmin:
+        """The AdminStore on this store's pool."""
+        from tickwork.drivers.postgres.admin import PostgresAdmin  # noqa: PLC0415  (it imports this module)
+
+        return PostgresAdmin.for_store(self)
 
     async def close(self) -> None:
         await self.pool.close()

@@ -12,6 +12,7 @@ import json
 import sqlite3
 from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from tickwork.drivers import base as b
 from tickwork.drivers.codec import new_job_ids, spec_to_json, specs_to_json
@@ -26,6 +27,9 @@ from tickwork.models import Job, JobSpec
 
 Q = load_queries("tickwork.drivers.sqlite")
 MIGRATIONS = load_migrations("tickwork.drivers.sqlite")
+
+if TYPE_CHECKING:
+    from tickwork.drivers.sqlite.admin import SqliteAdmin
 
 
 class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods):
@@ -55,6 +59,12 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods):
                     conn.execute("INSERT INTO tickwork_migrations VALUES (?, ?)", (version, name))
 
         await self._conn.run(run)
+
+    def admin(self) -> SqliteAdmin:
+        """The AdminStore on this store's connection."""
+        from tickwork.drivers.sqlite.admin import SqliteAdmin  # noqa: PLC0415  (it imports this module)
+
+        return SqliteAdmin.for_store(self)
 
     async def close(self) -> None:
         await self._conn.close()
