@@ -123,16 +123,6 @@ async def test_w2_small_profile_with_plot(tmp_path: Path) -> None:
     assert plot.read_text().startswith("<svg")
 
 
-def test_redis_not_taken_by_the_processes_is_reported_as_not_yet(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Before anything starts: a version whose processes lack --redis says so, cleanly."""
-    monkeypatch.setattr(deploy, "accepts_redis", lambda command: command != "worker")
-    d = deploy.Deployment(database=pg.DEFAULT_ADMIN_URL, workdir=tmp_path,
-                          redis="redis://127.0.0.1:6379/0")
-    with pytest.raises(deploy.NotYet, match="not yet: 'tickwork worker'"):
-        d.check()
-
-
 def test_redis_is_passed_to_every_process(tmp_path: Path) -> None:
     d = deploy.Deployment(database=pg.DEFAULT_ADMIN_URL, workdir=tmp_path,
                           redis="redis://127.0.0.1:6379/0", schedulers=2, workers=3)

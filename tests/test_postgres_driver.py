@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from tickwork.client import AsyncClient, first_run
+from tickwork.client.enqueue import create_job_in
 from tickwork.clock import FakeClock
 from tickwork.config import Settings
 from tickwork.document import parse_job_document
@@ -25,7 +26,6 @@ from tickwork.drivers.base import (
     OccurrenceListParams,
 )
 from tickwork.drivers.postgres.connection import Pool, Q
-from tickwork.drivers.postgres.enqueue import create_job_in
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import Conflict, StoreError, StoreUnavailable, ValidationError

@@ -26,15 +26,11 @@ from typing import LiteralString
 
 from tickwork.drivers import POSTGRES, backend_of
 from tickwork.drivers.sqlite.connection import path_from_url
-from tickwork.errors import ConfigError, StoreUnavailable, TickworkError
+from tickwork.errors import ConfigError, StoreUnavailable
 
 BENCH_DB_PREFIX = "tickwork_bench_"
 TICKWORK = [sys.executable, "-m", "tickwork.cli.main"]
 STOP_SECONDS = 60.0
-
-
-class NotYet(TickworkError):
-    """A feature the benchmark asks for that this version's processes do not have."""
 
 
 def is_postgres(url: str) -> bool:
@@ -46,19 +42,6 @@ def replace_database(url: str, name: str) -> str:
     base, _, query = url.partition("?")
     head, _, _ = base.rpartition("/")
     return f"{head}/{name}" + (f"?{query}" if query else "")
-
-
-def accepts_redis(command: str) -> bool:
-    """Whether ``tickwork <command>`` takes ``--redis`` in this version."""
-    from tickwork.cli.main import build_parser  # noqa: PLC0415  (the CLI imports the bench)
-
-    parser = build_parser()
-    for action in parser._subparsers._group_actions if parser._subparsers else []:
-        choices = getattr(action, "choices", None) or {}
-        sub = choices.get(command)
-        if sub is not None:
-            return any("--redis" in a.option_strings for a in sub._actions)
-    return False
 
 
 @dataclass
@@ -129,15 +112,9 @@ class Deployment:
 
     def check(self) -> None:
         """Refuse what cannot work, before anything is created."""
-        if self.redis is not None:
-            if not is_postgres(self.database):
-                raise ConfigError("redis", "Redis dispatch needs PostgreSQL as the store "
+        if self.redis is not None and not is_postgres(self.database):
+            raise ConfigError("redis", "Redis dispatch needs PostgreSQL as the store "
                                   "(--database postgresql://...)")
-            missing = [c for c in ("scheduler", "worker") if not accepts_redis(c)]
-            if missing:
-                raise NotYet("--redis: not yet: 'tickwork " + "' and 'tickwork ".join(missing)
-                             + "' do not take --redis in this version; Redis dispatch lands "
-                             "with them, and the bench passes --redis on as soon as they do")
         if not is_postgres(self.database):
             path = path_from_url(self.database) if self.database != "sqlite:" else ""
             if path and path != ":memory:" and Path(path).exists():

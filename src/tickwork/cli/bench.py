@@ -135,7 +135,7 @@ def _whole(text: str) -> int:
 
 
 async def run_bench(args: argparse.Namespace) -> int:
-    from tickwork.bench.deploy import Deployment, NotYet  # noqa: PLC0415  (loaded to run only)
+    from tickwork.bench.deploy import Deployment  # noqa: PLC0415  (loaded to run only)
     from tickwork.bench.progress import Progress  # noqa: PLC0415
     from tickwork.bench.report import table  # noqa: PLC0415
     from tickwork.bench.runner import bench_run, machine  # noqa: PLC0415
@@ -149,14 +149,10 @@ async def run_bench(args: argparse.Namespace) -> int:
         log_level=args.process_log_level.lower(), keep=args.keep,
         profile_dir=args.profile)
     progress = Progress(args.workload.upper(), 1, enabled=not args.quiet)
-    try:
-        async with bench_run(deployment, progress=progress,
-                             tag=f"bench-{uuid.uuid4().hex[:6]}") as bench:
-            result = await _workload(args, bench)
-            result["notes"] = bench.notes
-    except NotYet as exc:
-        sys.stderr.write(f"tickwork bench: {exc}\n")
-        return 2
+    async with bench_run(deployment, progress=progress,
+                         tag=f"bench-{uuid.uuid4().hex[:6]}") as bench:
+        result = await _workload(args, bench)
+        result["notes"] = bench.notes
     result = {**result, "deployment": deployment.describe(), "machine": machine()}
     result["ok"] = all(result[k] == 0 for k in ("lost", "duplicated", "early"))
     if args.keep:

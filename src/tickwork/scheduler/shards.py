@@ -15,33 +15,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
 
 from tickwork.clock import Clock
+from tickwork.drivers.leases import ShardLeaseParams, ShardLeaseStore
 from tickwork.scheduler.loop import Loop
 
 log = logging.getLogger("tickwork.shards")
-
-
-@dataclass(frozen=True, slots=True)
-class ShardLeaseParams:
-    """Renew ``owner``'s leases to ``now + lease_seconds`` and take up to its fair share."""
-
-    owner: str
-    now: datetime
-    lease_seconds: float
-
-
-class ShardLeaseStore(Protocol):
-    async def shard_lease_renew(self, p: ShardLeaseParams) -> list[int]:
-        """The shards ``owner`` holds after this call, in order."""
-        ...
-
-    async def shard_lease_release(self, owner: str) -> None:
-        """Give back every lease of ``owner`` (a graceful stop), so others take them at once."""
-        ...
 
 
 class ShardLeaser(Loop):

@@ -11,8 +11,8 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from psycopg import sql
 
+from tickwork.drivers.history import HistoryPruned, HistoryPruneParams, PartitionsEnsureParams
 from tickwork.drivers.postgres.connection import Pool, Q, fetch_all
-from tickwork.scheduler.pruner import HistoryPruned, HistoryPruneParams, PartitionsEnsureParams
 
 PREFIX = "attempts_p"
 

@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import LiteralString
 
+from tickwork.drivers.leases import ShardLeaseParams
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
-from tickwork.scheduler.shards import ShardLeaseParams
 
 
 class ShardLeaseMethods:

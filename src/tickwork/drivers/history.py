@@ -1,0 +1,39 @@
+"""The history seam: what a store offers the pruner (``scheduler/pruner.py`` holds the loop;
+drivers that say ``partitions`` implement this)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionsEnsureParams:
+    """Daily partitions from the day of ``now`` through ``days_ahead`` days after it."""
+
+    now: datetime
+    days_ahead: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPruneParams:
+    """Drop history older than ``before``; delete at most ``limit`` rows of each kind."""
+
+    before: datetime
+    limit: int = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPruned:
+    partitions_dropped: list[str] = field(default_factory=list)
+    occurrences_deleted: int = 0
+    attempts_deleted: int = 0
+
+
+class HistoryStore(Protocol):
+    async def history_partitions_ensure(self, p: PartitionsEnsureParams) -> list[str]:
+        """Creates the missing partitions; returns their names."""
+        ...
+
+    async def history_prune(self, p: HistoryPruneParams) -> HistoryPruned: ...
