@@ -51,6 +51,7 @@ def test_precedence_is_flags_then_env_then_toml_then_defaults(tmp_path: Path) ->
     settings = load_settings(flags=flags, env=env, toml_path=toml)
     assert (settings.port, settings.host, settings.log_level) == (1003, "env-host", "error")
     assert settings.lease_seconds == 30.0  # the default
+    assert settings.shard_lease_seconds == 5.0  # its own, short: failover within seconds
     assert load_settings(env=env, toml_path=toml).port == 1002
     assert load_settings(env={}, toml_path=toml).port == 1001
 
@@ -70,6 +71,7 @@ lease_seconds = "1m"
 heartbeat_seconds = 20
 shutdown_grace_seconds = 0
 rescue_interval_seconds = 10
+shard_lease_seconds = "3s"
 log_level = "WARNING"
 demo = true
 
@@ -95,6 +97,7 @@ http_user_agent = "acme-scheduler"
         heartbeat_seconds=20.0,
         shutdown_grace_seconds=0.0,
         rescue_interval_seconds=10.0,
+        shard_lease_seconds=3.0,
         log_level="warning",
         executors=ExecutorSettings(
             shell_enabled=True,
@@ -125,6 +128,7 @@ def test_the_environment(tmp_path: Path) -> None:
         "TICKWORK_WORKER_ID": "w1",
         "TICKWORK_LEASE_SECONDS": "2m",
         "TICKWORK_HEARTBEAT_SECONDS": "15",
+        "TICKWORK_SHARD_LEASE_SECONDS": "2.5",
         "TICKWORK_LOG_LEVEL": "DEBUG",
         "TICKWORK_DEMO": "yes",
         "TICKWORK_SHELL_ENABLED": "true",
@@ -139,6 +143,7 @@ def test_the_environment(tmp_path: Path) -> None:
     assert settings.queues == (("default", 4), ("mail", 2))
     assert (settings.port, settings.worker_id) == (8080, "w1")
     assert (settings.lease_seconds, settings.heartbeat_seconds) == (120.0, 15.0)
+    assert settings.shard_lease_seconds == 2.5
     assert (settings.log_level, settings.demo) == ("debug", True)
     assert settings.executors == ExecutorSettings(
         shell_enabled=True,
@@ -170,8 +175,10 @@ def test_os_environ_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_string_flags_are_parsed_like_the_environment() -> None:
     flags = {"port": "9001", "queues": "mail:2", "lease_seconds": "45s", "demo": "true",
-             "shell_enabled": True, "shell_allowed_executables": ["backup"]}
+             "shell_enabled": True, "shell_allowed_executables": ["backup"],
+             "shard_lease_seconds": "2s"}
     settings = load_settings(flags=flags, env={})
+    assert settings.shard_lease_seconds == 2.0
     assert (settings.port, settings.queues, settings.lease_seconds, settings.demo) == (
         9001, (("mail", 2),), 45.0, True)
     assert settings.executors.shell_allowed_executables == ("backup",)
@@ -279,6 +286,11 @@ def test_invalid_toml_and_missing_files() -> None:
                                     "(got 'x') (from TICKWORK_QUEUES)"),
     ({"TICKWORK_HEARTBEAT_SECONDS": "40"}, "heartbeat_seconds: must be less than lease_seconds "
                                            "(got 40; lease_seconds is 30)"),
+    ({"TICKWORK_SHARD_LEASE_SECONDS": "500ms"},
+     "shard_lease_seconds: must be at least 1 second (got 0.5)"),
+    ({"TICKWORK_SHARD_LEASE_SECONDS": "soon"},
+     "shard_lease_seconds: 'soon' is not a duration (use seconds or a duration like 90, 30s, "
+     "15m, 1h, 1d, 1h30m or 500ms) (from TICKWORK_SHARD_LEASE_SECONDS)"),
 ])
 def test_bad_environment(env: dict[str, str], message: str) -> None:
     assert str(error_of(env=env)) == message
@@ -341,6 +353,11 @@ def test_parse_queues_rejects(text: str, reason: str) -> None:
                                          "planner_horizon_seconds (got 10; "
                                          "planner_horizon_seconds is 5)"),
     ({"lease_seconds": 0.0}, "lease_seconds: must be a finite number greater than 0 (got 0)"),
+    ({"shard_lease_seconds": 0.0},
+     "shard_lease_seconds: must be a finite number greater than 0 (got 0)"),
+    ({"shard_lease_seconds": float("inf")},
+     "shard_lease_seconds: must be a finite number greater than 0 (got inf)"),
+    ({"shard_lease_seconds": 0.5}, "shard_lease_seconds: must be at least 1 second (got 0.5)"),
     ({"poll_interval_seconds": -1.0},
      "poll_interval_seconds: must be a finite number greater than 0 (got -1)"),
     ({"planner_horizon_seconds": float("inf")},
@@ -408,6 +425,7 @@ def test_the_documented_toml_file_loads(tmp_path: Path) -> None:
     (toml,) = blocks("toml")
     settings = load_settings(env={}, toml_path=write(tmp_path / "doc.toml", toml))
     assert settings.queues == (("default", 16), ("mail", 4), ("reports", 2))
+    assert settings.shard_lease_seconds == 5.0
     assert settings.executors.shell_allowed_executables == ("/usr/local/bin/backup", "rsync")
 
 
@@ -431,7 +449,8 @@ def test_the_documented_errors_are_the_real_ones(tmp_path: Path) -> None:
     for env in ({"TICKWORK_DATABASE": "x"}, {"TICKWORK_PORT": "abc"},
                 {"TICKWORK_QUEUES": "mail:x"}, {"TICKWORK_HEARTBEAT_SECONDS": "40"},
                 {"TICKWORK_PLANNER_INTERVAL_SECONDS": "10"},
-                {"TICKWORK_DATABASE_URL": "mysql://u:pw@db/x"}):
+                {"TICKWORK_DATABASE_URL": "mysql://u:pw@db/x"},
+                {"TICKWORK_SHARD_LEASE_SECONDS": "500ms"}):
         assert str(error_of(env=env)) in documented
 
 

@@ -62,6 +62,20 @@ def test_a_duplicate_is_explained_only_by_a_fault_of_its_process_and_a_higher_at
     assert report.recoveries[0].seconds == pytest.approx(7.0)
 
 
+def test_lateness_after_a_fault_is_each_later_occurrences_first_start() -> None:
+    kill = Fault("kill -9", pid=1, at=T + 1)
+    report = classify({"a": T, "b": T + 2, "c": T + 3, "d": T + 9}, [
+        ex("a", 1, T + 20),  # due before the fault: not its lateness
+        ex("b", 1, T + 2.5, pid=2, outcome=None, scheduled=T + 2),  # its first start: 0.5 s
+        ex("b", 2, T + 30, pid=2, scheduled=T + 2),  # a rerun, not lateness
+        ex("c", 1, T + 6, pid=2, scheduled=T + 3),  # 3 s late
+    ], faults=[kill])
+    [recovery] = report.recoveries
+    assert recovery.lateness == pytest.approx(3.0)
+    assert "max lateness after it 3.00s" in recovery.how
+    assert classify({"a": T}, [ex("a", 1, T)], faults=[kill]).recoveries[0].lateness is None
+
+
 def test_a_sigterm_release_reruns_with_the_same_attempt_and_retries_are_not_duplicates() -> None:
     term = Fault("SIGTERM", pid=1, at=T + 1, releases=True)
     report = classify({"a": T, "r": T}, [

@@ -123,6 +123,11 @@ def test_max_deliveries_and_metrics_address_from_env_and_toml(tmp_path: Path) ->
      "metrics_address: port must be from 0 to 65535 (got 99999)"),
     (("worker",), {"TICKWORK_MAX_DELIVERIES": "0"},
      "max_deliveries: must be at least 1 (got 0)"),
+    (("scheduler", "--shard-lease-seconds", "500ms"), {},
+     "shard_lease_seconds: must be at least 1 second (got 0.5)"),
+    (("scheduler", "--shard-lease-seconds", "soon"), {},
+     "shard_lease_seconds: 'soon' is not a duration (use seconds or a duration like 90, 30s, "
+     "15m, 1h, 1d, 1h30m or 500ms) (from --shard-lease-seconds)"),
     (("run", "--no-api"), {"TICKWORK_MAX_DELIVERIES": "many"},
      "max_deliveries: must be an integer (got 'many' from TICKWORK_MAX_DELIVERIES)"),
 ])

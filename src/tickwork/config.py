@@ -25,6 +25,7 @@ from tickwork.config_checks import (
     check_less,
     check_processes,
     check_queues,
+    check_shard_lease,
     check_url,
     format_seconds,
     parse_address,
@@ -88,6 +89,9 @@ class Settings:
     rescue_interval_seconds: float = 5.0
     retention_days: int = 30  # PostgreSQL: run history older than this is pruned
     shard_count: int = 64  # PostgreSQL: shards jobs are spread over (fixed when first migrated)
+    # PostgreSQL: a scheduler's lease on its shards, renewed every third of it; a killed
+    # scheduler's shards are taken over after about this long.
+    shard_lease_seconds: float = 5.0
     max_deliveries: int = 5  # Redis: deliveries of one stream entry before it is dead-lettered
     log_level: str = "info"
     executors: ExecutorSettings = field(default_factory=ExecutorSettings)
@@ -127,6 +131,7 @@ class Settings:
         if not 1 <= self.shard_count <= 4096:
             raise ConfigError("shard_count", f"must be from 1 to 4096 (got {self.shard_count})")
         check_processes(self.max_deliveries, self.metrics_address)
+        check_shard_lease(self.shard_lease_seconds)
         check_less("heartbeat_seconds", self.heartbeat_seconds,
                     "lease_seconds", self.lease_seconds, strict=True)
         check_less("planner_interval_seconds", self.planner_interval_seconds,
@@ -204,6 +209,7 @@ _SETTING_KINDS: dict[str, _Kind] = {
     "rescue_interval_seconds": "seconds",
     "retention_days": "int",
     "shard_count": "int",
+    "shard_lease_seconds": "seconds",
     "max_deliveries": "int",
     "log_level": "str",
     "demo": "bool",

@@ -24,6 +24,10 @@ from tickwork.executors.ssrf import OutboundPolicy
 from tickwork.secrets import check_name, config_reference
 
 MAX_CONCURRENCY = 10_000
+# A scheduler renews its shard leases every third of shard_lease_seconds, in a transaction
+# under one advisory lock all schedulers share. Shorter than this, a database round trip or a
+# pause of a few hundred milliseconds lets the leases lapse, and shards move for nothing.
+MIN_SHARD_LEASE_SECONDS = 1.0
 
 
 def parse_address(value: str, name: str = "metrics_address") -> tuple[str, int]:
@@ -85,6 +89,13 @@ def check_processes(max_deliveries: int, metrics_address: str | None) -> None:
         raise ConfigError("max_deliveries", f"must be at least 1 (got {max_deliveries})")
     if metrics_address is not None:
         parse_address(metrics_address, "metrics_address")
+
+
+def check_shard_lease(seconds: float) -> None:
+    if seconds < MIN_SHARD_LEASE_SECONDS:
+        raise ConfigError("shard_lease_seconds", f"must be at least "
+                          f"{format_seconds(MIN_SHARD_LEASE_SECONDS)} second (got "
+                          f"{format_seconds(seconds)})")
 
 
 def check_less(name: str, value: float, other: str, bound: float, *, strict: bool) -> None:

@@ -4,7 +4,8 @@ Run as many of each as you like on one PostgreSQL database; none is special.
 
 - A **scheduler** leases a fair share of the job shards (``scheduler/shards.py``), plans the
   jobs of its shards, rescues expired leases of any worker, and keeps history partitioned and
-  pruned. A crashed scheduler's shards are taken over when its leases expire.
+  pruned. A crashed scheduler's shards are taken over when its leases expire
+  (``shard_lease_seconds``, 5 s by default).
 - A **worker** claims due occurrences of its queues with ``FOR UPDATE SKIP LOCKED``, runs them,
   and writes results fenced on the attempt. It LISTENs for new work, and polls as a fallback.
 
@@ -160,9 +161,10 @@ class SchedulerProcess(_Process):
 
             self.redis = SchedulerDispatch(store=self.store, dispatch=self.dispatch,
                                            clock=self.clock)
+        # Shard leases are short and renewed every third of their length, apart from the
+        # run leases (sized for jobs): a killed scheduler's shards move within seconds.
         self.leaser = ShardLeaser(store=self.store, clock=self.clock, owner=self.id,
-                                  lease_seconds=s.lease_seconds,
-                                  interval_seconds=s.heartbeat_seconds)
+                                  lease_seconds=s.shard_lease_seconds)
         self.planner = CountingPlanner(
             self.metrics, store=self.store, clock=self.clock,
             horizon_seconds=s.planner_horizon_seconds,

@@ -19,6 +19,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     _add_redis_option(scheduler)
     scheduler.add_argument("--scheduler-id", metavar="NAME",
                            help="name this scheduler in shard leases and logs")
+    scheduler.add_argument("--shard-lease-seconds", metavar="SECONDS",
+                           help="how long its shard leases last (renewed every third of it): "
+                           "a killed scheduler's shards move after about this long; default "
+                           "5, at least 1; env TICKWORK_SHARD_LEASE_SECONDS")
     add_metrics_option(scheduler)
     scheduler.add_argument("--log-level", default=None,
                            help="debug, info (default), warning, error")
@@ -53,7 +57,8 @@ async def run_scheduler(args: argparse.Namespace) -> int:
 
     if args.log_level is None:
         logging.getLogger().setLevel(logging.INFO)
-    settings = settings_from(args, redis=args.redis, metrics_address=args.metrics_address)
+    settings = settings_from(args, redis=args.redis, metrics_address=args.metrics_address,
+                             shard_lease_seconds=args.shard_lease_seconds)
     await SchedulerProcess(settings, scheduler_id=args.scheduler_id).run_until_signalled()
     return 0
 

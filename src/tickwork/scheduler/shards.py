@@ -6,7 +6,8 @@ share: free or expired shards first, then shards of schedulers above the share, 
 a scheduler holds its share from its first pass on, and no shard is ever left unheld while a
 live scheduler wants it: one that finds itself above its share keeps (and plans) the extra until
 a scheduler below it takes the extra over. A crashed scheduler's shards are taken over once its
-leases expire; a stopped one gives its shards back at once. Leases save work; they do not make
+leases expire (``shard_lease_seconds``, short: seconds, not a job's run lease; renewed every
+third of it); a stopped one gives its shards back at once. Leases save work; they do not make
 anything correct (DESIGN rule 4): two planners planning one job, as the one a shard was taken
 from does until its next pass, still insert each occurrence once and never move a job backwards.
 """
@@ -28,7 +29,7 @@ class ShardLeaser(Loop):
     name = "shards"
 
     def __init__(self, *, store: ShardLeaseStore, clock: Clock, owner: str | None = None,
-                 lease_seconds: float = 30.0, interval_seconds: float | None = None) -> None:
+                 lease_seconds: float = 5.0, interval_seconds: float | None = None) -> None:
         interval = lease_seconds / 3 if interval_seconds is None else interval_seconds
         if not 0 < interval < lease_seconds:
             raise ValueError(f"interval_seconds ({interval}) must be greater than 0 and less "

@@ -73,6 +73,9 @@ class Recovery:
     fault: Fault
     seconds: float | None
     how: str
+    # The largest start lateness of the occurrences due at or after the fault (each one's
+    # first execution); None if none of them ran.
+    lateness: float | None = None
 
 
 @dataclass
@@ -164,15 +167,15 @@ def _recovery(fault: Fault, executions: Sequence[Execution]) -> Recovery:
         later = [x.started for x in by_occ[e.occurrence] if x.started > e.started]
         if later:
             reruns.append(min(later) - since)
-    late = max((e.started - e.scheduled_at for e in executions if e.scheduled_at >= fault.at),
-               default=0.0)
-    how = f"max lateness after it {late:.2f}s"
+    late = max((min(e.started for e in runs) - runs[0].scheduled_at
+                for runs in by_occ.values() if runs[0].scheduled_at >= fault.at), default=None)
+    how = f"max lateness after it {0.0 if late is None else late:.2f}s"
     if fault.until is not None:
         how += f"; {_caught_up(fault, fault.until, by_occ)}"
     if reruns:
-        return Recovery(fault, max(reruns), f"re-run of {len(reruns)} interrupted; {how}")
+        return Recovery(fault, max(reruns), f"re-run of {len(reruns)} interrupted; {how}", late)
     after = [e.started - since for e in executions if e.started > since]
-    return Recovery(fault, min(after, default=None), f"first execution after it; {how}")
+    return Recovery(fault, min(after, default=None), f"first execution after it; {how}", late)
 
 
 def _caught_up(fault: Fault, until: float, by_occ: Mapping[str, list[Execution]]) -> str:

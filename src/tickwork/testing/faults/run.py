@@ -42,7 +42,9 @@ FINAL_STATES = frozenset({"succeeded", "missed", "skipped_overlap", "dead", "cra
                           "cancelled"})
 FULL_ENV = "TICKWORK_FAULTS_FULL"
 FAILPOINT_LINE = re.compile(r"failpoint (\w+) hit \d+: killing process (\d+) at ([\d.]+)")
-# Short leases so a dead process's work is taken over within seconds, not half a minute.
+# Short run leases and intervals, so a dead worker's runs are taken over within seconds, not
+# half a minute. (Shard leases are short by default: a dead scheduler's shards move within
+# seconds anyway.) ``FaultRun(defaults=True)`` leaves them out.
 FAST = {"TICKWORK_LEASE_SECONDS": "2", "TICKWORK_HEARTBEAT_SECONDS": "0.5",
         "TICKWORK_RESCUE_INTERVAL_SECONDS": "0.5", "TICKWORK_POLL_INTERVAL_SECONDS": "0.5"}
 
@@ -91,16 +93,19 @@ def expected_of(jobs: Iterable[Job], since: datetime, until: datetime) -> dict[s
 
 class FaultRun:
     def __init__(self, tmp: Path, database: str, *, name: str, seed: int | None = None,
-                 settings: Mapping[str, str] | None = None, redis: str | None = None) -> None:
+                 settings: Mapping[str, str] | None = None, redis: str | None = None,
+                 defaults: bool = False) -> None:
         """``redis``: the URL schedulers and workers get (the postgres + redis deployment);
-        one process may be given another (a proxy's) with its own ``redis=``."""
+        one process may be given another (a proxy's) with its own ``redis=``. ``defaults``:
+        the processes run with tickwork's default settings (only ``settings`` on top), not
+        with FAST's short run leases."""
         self.tmp = tmp
         self.redis = redis
         self.database = database
         self.name = name
         self.seed = seed_from_env() if seed is None else seed
         self.rng = random.Random(self.seed)  # noqa: S311  (fault timing, not cryptography)
-        self.settings = {**FAST, **(settings or {})}
+        self.settings = {**({} if defaults else FAST), **(settings or {})}
         self.ledger = tmp / "ledger.sqlite3"
         ledger.create(self.ledger)
         self.procs: list[Proc] = []
