@@ -12,7 +12,9 @@ from typing import Any
 from tickwork.client import AsyncClient
 from tickwork.config import Settings, load_settings
 from tickwork.document import parse_instant
-from tickwork.errors import ValidationError
+from tickwork.drivers import open_store, safe_url
+from tickwork.drivers.base import Store
+from tickwork.errors import NotMigrated, ValidationError
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
@@ -35,19 +37,38 @@ def add_redis_option(parser: argparse.ArgumentParser) -> None:
                         "deployment dispatches through Redis; env TICKWORK_REDIS_URL")
 
 
-async def open_client(args: argparse.Namespace) -> AsyncClient:
-    return await client_for(settings_from(args))
+async def open_client(args: argparse.Namespace, *, create: bool = False) -> AsyncClient:
+    """A client on the configured database. Only a command that adds something
+    (``create``) creates or upgrades the database; the others refuse one that is missing."""
+    return await client_for(settings_from(args), create=create)
 
 
-async def client_for(settings: Settings) -> AsyncClient:
+async def client_for(settings: Settings, *, create: bool = True) -> AsyncClient:
     """A client on the configured store; with Redis configured, what it triggers or
     backfills goes straight into Redis' due set."""
-    client = await AsyncClient.open(settings.database)
+    if create:
+        client = await AsyncClient.open(settings.database)
+    else:
+        store = open_store(settings.database)
+        try:
+            await require_schema(store, settings.database)
+        except BaseException:
+            await store.close()
+            raise
+        client = AsyncClient(store)
     if settings.redis:
         from tickwork.dispatching import attach_dispatch  # noqa: PLC0415  (redis is an extra)
 
         attach_dispatch(client, settings.redis)
     return client
+
+
+async def require_schema(store: Store, database: str) -> None:
+    """Raise NotMigrated unless ``database`` exists with this tickwork's schema; creates
+    and changes nothing (a SQLite file that does not exist stays so)."""
+    if await store.migrations_pending():
+        raise NotMigrated(f"database {safe_url(database)} does not exist or is not migrated "
+                          "to this version of tickwork; run `tickwork migrate` first")
 
 
 def read_documents(source: str) -> list[Any]:
@@ -81,3 +102,9 @@ def read_documents(source: str) -> list[Any]:
 
 def instant_arg(value: str, name: str) -> datetime:
     return parse_instant(value, name)
+
+
+def check_limit(limit: int) -> None:
+    """--limit of a listing: any number of rows from 1 (the listing reads them in pages)."""
+    if limit < 1:
+        raise ValidationError("--limit", f"must be at least 1 (got {limit})")

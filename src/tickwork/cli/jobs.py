@@ -6,7 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-from tickwork.cli.common import add_redis_option, add_store_options, open_client, read_documents
+from tickwork.cli.common import (
+    add_redis_option,
+    add_store_options,
+    check_limit,
+    open_client,
+    read_documents,
+)
 from tickwork.cli.output import job_json, print_json, print_table, run_json, when
 from tickwork.document import parse_job_document
 from tickwork.errors import ValidationError
@@ -76,7 +82,7 @@ async def create_jobs(args: argparse.Namespace) -> int:
             raise ValidationError(f"{where}{exc.field}", exc.reason) from None
         warnings.extend(f"{parsed.spec.name}: {w}" for w in parsed.warnings)
         specs.append(parsed.spec)
-    client = await open_client(args)
+    client = await open_client(args, create=True)
     try:
         created = await client.create_jobs(specs)
     finally:
@@ -93,6 +99,7 @@ async def create_jobs(args: argparse.Namespace) -> int:
 
 
 async def list_jobs(args: argparse.Namespace) -> int:
+    check_limit(args.limit)
     client = await open_client(args)
     try:
         found = await client.list_jobs(queue=args.queue, tag=args.tag, kind=args.kind,
