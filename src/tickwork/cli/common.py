@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from datetime import datetime
@@ -14,7 +15,7 @@ from tickwork.config import Settings, load_settings
 from tickwork.document import parse_instant
 from tickwork.drivers import open_store, safe_url
 from tickwork.drivers.base import Store
-from tickwork.errors import NotMigrated, ValidationError
+from tickwork.errors import ConfigError, NotMigrated, ValidationError
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
@@ -57,10 +58,32 @@ async def client_for(settings: Settings, *, create: bool = True) -> AsyncClient:
             raise
         client = AsyncClient(store)
     if settings.redis:
+        try:
+            load_extra("tickwork.dispatching", "redis", "dispatching through Redis")
+        except BaseException:
+            await client.close()
+            raise
         from tickwork.dispatching import attach_dispatch  # noqa: PLC0415  (redis is an extra)
 
         attach_dispatch(client, settings.redis)
     return client
+
+
+EXTRA_PACKAGES = {"redis": "redis", "hiredis": "redis", "psycopg": "postgres",
+                  "psycopg_pool": "postgres", "psycopg_binary": "postgres"}
+
+
+def load_extra(module: str, field: str, what: str) -> None:
+    """Import ``module`` now, so a missing optional dependency is one line naming the extra
+    to install (``field: WHAT needs the redis extra: pip install 'tickwork[redis]'``)."""
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        extra = EXTRA_PACKAGES.get((exc.name or "").split(".")[0])
+        if extra is None:
+            raise
+        raise ConfigError(field, f"{what} needs the {extra} extra: "
+                          f"pip install 'tickwork[{extra}]'") from None
 
 
 async def require_schema(store: Store, database: str) -> None:
