@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import ast
 import json
 import re
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tickwork.cli.main import build_parser
 from tickwork.document import parse_job_document
 from tickwork.executors import AVAILABLE_KINDS
 from tickwork.executors.outbound import MAX_REDIRECTS
@@ -95,3 +97,17 @@ def test_names_in_the_docs_prose_are_valid() -> None:
         for name in re.findall(r"job\s+(?:named|called)\s+`([^`]+)`", path.read_text("utf-8")):
             parse_job_document({"name": name, "schedule": {"every": "1m"}, "kind": "python",
                                 "payload": {"callable": "tickwork.demo:tick"}})
+
+
+def test_every_command_the_docs_give_redis_takes_it() -> None:
+    """`tickwork api --redis`, `tickwork jobs trigger --redis`, ...: each exists."""
+    found = set()
+    for path in DOCS:
+        found |= set(re.findall(r"`tickwork ((?:[a-z]+ )+)--redis", path.read_text("utf-8")))
+    assert {"api ", "jobs trigger ", "run "} <= found
+    for words in found:
+        parser = build_parser()
+        for word in words.split():
+            [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+            parser = commands.choices[word]
+        assert "--redis" in parser._option_string_actions, words
