@@ -43,16 +43,19 @@ async def cli_json(env: dict[str, str], *args: str) -> Any:
 class Service:
     """``tickwork run`` in a child process; ``wait_for`` reads its log until a line matches."""
 
-    def __init__(self, env: dict[str, str], *args: str) -> None:
+    def __init__(self, env: dict[str, str], *args: str, command: tuple[str, ...] = (),
+                 cwd: Path | None = None) -> None:
         self.env = env
         self.args = args
+        self.command = command or tuple(TICKWORK)
+        self.cwd = cwd
         self.proc: asyncio.subprocess.Process | None = None
         self.lines: list[str] = []
 
     async def start(self) -> Service:
         self.proc = await asyncio.create_subprocess_exec(
-            *TICKWORK, "run", *self.args, env=self.env, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True)
+            *self.command, "run", *self.args, env=self.env, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True, cwd=self.cwd)
         await self.wait_for(r"tickwork is running")
         return self
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -14,9 +15,12 @@ import pytest
 from conftest import START
 from tickwork.api import create_app
 from tickwork.api.auth import create_token
+from tickwork.api.errors import problem_for
 from tickwork.client import AsyncClient
 from tickwork.clock import FakeClock
+from tickwork.drivers.admin import TokenNotFound
 from tickwork.drivers.sqlite.store import SqliteStore
+from tickwork.errors import JobNotFound
 from tickwork.metrics import Metrics
 
 DOC = {"name": "nightly", "schedule": {"cron": "0 3 * * *", "timezone": "Europe/Berlin"},
@@ -95,7 +99,8 @@ async def test_create_read_update_delete(api: Api) -> None:
     assert r.json()["schedule"] == job["schedule"]  # untouched fields keep their values
 
     assert (await api.delete("/api/v1/jobs/nightly")).status_code == 204
-    assert_problem(await api.get("/api/v1/jobs/nightly"), 404)
+    gone = assert_problem(await api.get("/api/v1/jobs/nightly"), 404)
+    assert gone["detail"] == "no job 'nightly'"  # whole, closing quote included
 
 
 async def test_bulk_create_is_all_or_nothing(api: Api) -> None:
@@ -253,6 +258,13 @@ async def test_unknown_route_and_bad_query_are_problems(api: Api) -> None:
     body = assert_problem(await api.get("/api/v1/jobs", params={"limit": "x"}), 422)
     assert body["errors"][0]["field"] == "limit"
     assert_problem(await api.http.put("/api/v1/jobs", headers=api.auth()), 405)
+
+
+def test_a_not_found_detail_keeps_its_quotes() -> None:
+    for exc, detail in ((JobNotFound("x"), "no job 'x'"),
+                        (TokenNotFound("ci"), "no active token 'ci'"),
+                        (KeyError("plain key"), "plain key")):
+        assert json.loads(problem_for(exc).body)["detail"] == detail
 
 
 async def test_body_must_be_json(api: Api) -> None:

@@ -60,6 +60,11 @@ def reported_outage(exc: BaseException) -> bool:
     return isinstance(exc, StoreUnavailable) and exc.logged
 
 
+class NotMigrated(StoreError):
+    """The database does not exist, or its schema is older than this tickwork: a command
+    that only reads (or changes existing jobs) does not create or upgrade it."""
+
+
 class DispatchError(TickworkError):
     """The dispatch (Redis) failed in a way the caller cannot fix; driver errors become this."""
 

@@ -74,7 +74,7 @@ def problem_for(exc: BaseException) -> JSONResponse:
         return problem_response(422, str(exc), slug="validation-error",
                                 errors=[{"field": exc.field, "message": exc.reason}])
     if isinstance(exc, LookupError):
-        return problem_response(404, str(exc).strip("'\""), slug="not-found")
+        return problem_response(404, _lookup_detail(exc), slug="not-found")
     if isinstance(exc, Conflict):
         return problem_response(409, str(exc), slug="conflict")
     if isinstance(exc, StoreUnavailable):
@@ -82,6 +82,14 @@ def problem_for(exc: BaseException) -> JSONResponse:
                                 slug="store-unavailable", headers={"Retry-After": "5"})
     log.error("unhandled error in the API", exc_info=exc)
     return problem_response(500, "internal error; the server log has the details")
+
+
+def _lookup_detail(exc: LookupError) -> str:
+    """tickwork's own messages whole ("no job 'x'"); a bare KeyError's key without the
+    quotes its str() adds."""
+    if isinstance(exc, KeyError) and not isinstance(exc, TickworkError) and len(exc.args) == 1:
+        return str(exc.args[0])
+    return str(exc)
 
 
 def _request_validation(exc: RequestValidationError) -> JSONResponse:

@@ -89,7 +89,7 @@ async def run_api(args: argparse.Namespace) -> int:
 async def create_token_cmd(args: argparse.Namespace) -> int:
     from tickwork.api.auth import create_token  # noqa: PLC0415
 
-    client = await open_client(args)
+    client = await open_client(args, create=True)
     try:
         secret, info = await create_token(client, args.name, args.scope)
     finally:

@@ -6,7 +6,8 @@ import argparse
 import logging
 import os
 
-from tickwork.cli.common import add_store_options, settings_from
+from tickwork.cli.common import add_store_options, load_extra, settings_from
+from tickwork.config import Settings
 
 log = logging.getLogger("tickwork.cli")
 
@@ -52,24 +53,32 @@ def add_metrics_option(parser: argparse.ArgumentParser) -> None:
                         "127.0.0.1:9100 (port 0 picks one); env TICKWORK_METRICS_ADDRESS")
 
 
+def load_extras(settings: Settings, command: str) -> None:
+    load_extra("tickwork.distributed", "database", f"tickwork {command}")
+    if settings.redis:
+        load_extra("tickwork.drivers.redis.dispatch", "redis", "dispatching through Redis")
+
+
 async def run_scheduler(args: argparse.Namespace) -> int:
+    settings = settings_from(args, redis=args.redis, metrics_address=args.metrics_address,
+                             shard_lease_seconds=args.shard_lease_seconds)
+    load_extras(settings, "scheduler")
     from tickwork.distributed import SchedulerProcess  # noqa: PLC0415  (needs the postgres extra)
 
     if args.log_level is None:
         logging.getLogger().setLevel(logging.INFO)
-    settings = settings_from(args, redis=args.redis, metrics_address=args.metrics_address,
-                             shard_lease_seconds=args.shard_lease_seconds)
     await SchedulerProcess(settings, scheduler_id=args.scheduler_id).run_until_signalled()
     return 0
 
 
 async def run_worker(args: argparse.Namespace) -> int:
+    settings = settings_from(args, queues=args.queues, worker_id=args.worker_id,
+                             redis=args.redis, metrics_address=args.metrics_address)
+    load_extras(settings, "worker")
     from tickwork.distributed import WorkerProcess  # noqa: PLC0415  (needs the postgres extra)
 
     if args.log_level is None:
         logging.getLogger().setLevel(logging.INFO)
-    settings = settings_from(args, queues=args.queues, worker_id=args.worker_id,
-                             redis=args.redis, metrics_address=args.metrics_address)
     worker = WorkerProcess(settings)
     await worker.run_until_signalled()
     if worker.pool is not None and worker.pool.released:

@@ -6,7 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-from tickwork.cli.common import add_redis_option, add_store_options, open_client, read_documents
+from tickwork.cli.common import (
+    add_redis_option,
+    add_store_options,
+    check_limit,
+    open_client,
+    read_documents,
+)
 from tickwork.cli.output import print_json, print_table
 from tickwork.document import parse_job_document
 from tickwork.document.render import job_json, run_json, when
@@ -77,7 +83,7 @@ async def create_jobs(args: argparse.Namespace) -> int:
             raise ValidationError(f"{where}{exc.field}", exc.reason) from None
         warnings.extend(f"{parsed.spec.name}: {w}" for w in parsed.warnings)
         specs.append(parsed.spec)
-    client = await open_client(args)
+    client = await open_client(args, create=True)
     try:
         created = await client.create_jobs(specs)
     finally:
@@ -94,6 +100,7 @@ async def create_jobs(args: argparse.Namespace) -> int:
 
 
 async def list_jobs(args: argparse.Namespace) -> int:
+    check_limit(args.limit)
     client = await open_client(args)
     try:
         found = await client.list_jobs(queue=args.queue, tag=args.tag, kind=args.kind,

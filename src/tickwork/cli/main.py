@@ -15,7 +15,13 @@ from collections.abc import Sequence
 from tickwork import __version__
 from tickwork.cli import api, bench, distributed, jobs, runs, secrets, service
 from tickwork.document.fields import not_unicode
-from tickwork.errors import Conflict, StoreUnavailable, TickworkError, ValidationError
+from tickwork.errors import (
+    Conflict,
+    NotMigrated,
+    StoreUnavailable,
+    TickworkError,
+    ValidationError,
+)
 
 EXIT_INPUT = 2
 EXIT_FAILURE = 1
@@ -45,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(asyncio.run(args.handler(args)) or 0)
     except KeyboardInterrupt:
         return 130
-    except (ValidationError, LookupError, Conflict) as exc:
+    except (ValidationError, LookupError, Conflict, NotMigrated) as exc:
         return fail(str(exc), EXIT_INPUT)
     except StoreUnavailable as exc:
         return fail(str(exc), EXIT_FAILURE)

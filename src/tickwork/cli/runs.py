@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tickwork.cli.common import add_store_options, instant_arg, open_client
+from tickwork.cli.common import add_store_options, check_limit, instant_arg, open_client
 from tickwork.cli.output import print_json, print_table
 from tickwork.document.render import attempt_json, run_json, when
 from tickwork.models import OccurrenceState
@@ -36,13 +36,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 async def list_runs(args: argparse.Namespace) -> int:
+    check_limit(args.limit)
     client = await open_client(args)
     try:
         found = await client.list_runs(
             job=args.job, states=args.state,
             since=instant_arg(args.since, "--since") if args.since else None,
             until=instant_arg(args.until, "--until") if args.until else None,
-            limit=max(1, args.limit), newest_first=not args.oldest_first)
+            limit=args.limit, newest_first=not args.oldest_first)
         names = {}
         for job_id in {o.job_id for o in found}:
             try:

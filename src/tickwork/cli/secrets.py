@@ -12,7 +12,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tickwork.cli.common import add_store_options, settings_from
+from tickwork.cli.common import add_store_options, require_schema, settings_from
 from tickwork.cli.output import print_json, print_table
 from tickwork.document.render import when
 from tickwork.drivers import open_driver
@@ -72,10 +72,15 @@ def read_value(value_file: str | None) -> str:
     return text
 
 
-async def _open(args: argparse.Namespace) -> SecretStore:
-    driver = open_driver(settings_from(args).database)
+async def _open(args: argparse.Namespace, *, create: bool = False) -> SecretStore:
+    """The secret store; only ``secrets set`` creates or upgrades the database."""
+    database = settings_from(args).database
+    driver = open_driver(database)
     try:
-        await driver.migrate()
+        if create:
+            await driver.migrate()
+        else:
+            await require_schema(driver.store, database)
     finally:
         await driver.close()
     return driver.secret_store()
@@ -85,7 +90,7 @@ async def set_secret(args: argparse.Namespace) -> int:
     name = check_name(args.name, "NAME")
     keyring = SecretKeyring.from_env()  # before reading: no key, nothing typed in vain
     ciphertext = keyring.encrypt(read_value(args.value_file))
-    store = await _open(args)
+    store = await _open(args, create=True)
     try:
         await store.secret_set(name, ciphertext, datetime.now(UTC))
     finally:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
+import sys
+from collections.abc import Sequence
 
 from tickwork.cli.api import add_serve_options
-from tickwork.cli.common import add_store_options, settings_from
+from tickwork.cli.common import add_store_options, load_extra, settings_from
 from tickwork.drivers import open_driver
+from tickwork.errors import ValidationError
 from tickwork.service import Service
 
 log = logging.getLogger("tickwork.cli")
@@ -49,6 +53,9 @@ async def run_service(args: argparse.Namespace) -> int:
     settings = settings_from(args, queues=args.queues, demo=args.demo, worker_id=args.worker_id,
                              host=args.host, port=args.port, open_access=open_access,
                              api_enabled=args.api_enabled)
+    if settings.redis:
+        load_extra("tickwork.drivers.redis.dispatch", "redis", "dispatching through Redis")
+    import_modules(args.imports)
     service = Service(settings, imports=tuple(args.imports))
     await service.run_until_signalled()
     if service.pool is not None and service.pool.released:
@@ -60,6 +67,26 @@ async def run_service(args: argparse.Namespace) -> int:
         logging.shutdown()
         os._exit(0)
     return 0
+
+
+def import_modules(modules: Sequence[str]) -> None:
+    """Import the --import modules, finding them in the working directory first as uvicorn and
+    celery do (the ``tickwork`` script's own folder is what Python puts on ``sys.path``).
+    A module that cannot be imported is one line naming it, not a traceback."""
+    if not modules:
+        return
+    here = os.getcwd()
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            raise ValidationError("--import", f"cannot import {name}: {exc} (looked in "
+                                  f"{here} and the installed packages)") from None
+        except Exception as exc:  # the user's module may raise anything
+            raise ValidationError("--import", f"importing {name} failed: "
+                                  f"{type(exc).__name__}: {exc}") from None
 
 
 async def run_migrate(args: argparse.Namespace) -> int:

@@ -202,9 +202,17 @@ class AsyncClient:
                         kind: str | None = None, name_contains: str | None = None,
                         paused: bool | None = None, after_name: str | None = None,
                         limit: int = 100) -> list[Job]:
-        return await self.store.job_list(JobListParams(
-            queue=queue, tag=tag, kind=kind, name_contains=name_contains, paused=paused,
-            after_name=after_name, limit=limit))
+        """Up to ``limit`` jobs by name, read in pages of the store's batch bound."""
+        found: list[Job] = []
+        while len(found) < limit:
+            want = min(limit - len(found), MAX_BATCH)
+            page = await self.store.job_list(JobListParams(
+                queue=queue, tag=tag, kind=kind, name_contains=name_contains, paused=paused,
+                after_name=found[-1].spec.name if found else after_name, limit=want))
+            found.extend(page)
+            if len(page) < want:
+                break
+        return found
 
     async def update_job(self, ref: str, changes: Mapping[str, Any]) -> Job:
         """Change some fields of a job; the others keep their values."""
@@ -336,10 +344,20 @@ class AsyncClient:
                         since: datetime | None = None, until: datetime | None = None,
                         before: tuple[datetime, str] | None = None, limit: int = 50,
                         newest_first: bool = True) -> list[Occurrence]:
+        """Up to ``limit`` runs, read in pages of the store's batch bound; ``before`` is the
+        (scheduled_at, job_id) of the row the listing continues after."""
         job_id = (await self.store.job_get(job)).id if job else None
-        return await self.store.occurrence_list(OccurrenceListParams(
-            job_id=job_id, states=[OccurrenceState(s) for s in states], since=since,
-            until=until, before=before, limit=limit, newest_first=newest_first))
+        found: list[Occurrence] = []
+        while len(found) < limit:
+            want = min(limit - len(found), MAX_BATCH)
+            last = (found[-1].scheduled_at, found[-1].job_id) if found else before
+            page = await self.store.occurrence_list(OccurrenceListParams(
+                job_id=job_id, states=[OccurrenceState(s) for s in states], since=since,
+                until=until, before=last, limit=want, newest_first=newest_first))
+            found.extend(page)
+            if len(page) < want:
+                break
+        return found
 
     async def get_run(self, job: str, scheduled_at: datetime) -> tuple[Occurrence, list[Attempt]]:
         job_id = (await self.store.job_get(job)).id

@@ -299,6 +299,10 @@ class Store(Protocol):
     """The source of truth. Every method is one transaction."""
 
     async def migrate(self) -> None: ...
+    async def migrations_pending(self) -> list[int]:
+        """The versions ``migrate()`` would apply: all of them for a database that does not
+        exist yet or has no tickwork tables. Creates and changes nothing."""
+        ...
     async def close(self) -> None: ...
     def admin(self) -> AdminStore:
         """The AdminStore on this store's connection or pool."""

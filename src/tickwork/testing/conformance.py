@@ -367,3 +367,6 @@ class ClaimConformance:
 class StoreConformance(JobConformance, OccurrenceConformance, ClaimConformance,
                        KeyConformance):
     """Subclass as ``TestXxxStore`` and define the ``store`` and ``peer_store`` fixtures."""
+
+    async def test_a_migrated_store_has_no_migrations_pending(self, store: Store) -> None:
+        assert await store.migrations_pending() == []

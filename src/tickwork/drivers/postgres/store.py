@@ -83,6 +83,13 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods,
 
         return PostgresAdmin.for_store(self)
 
+    async def migrations_pending(self) -> list[int]:
+        async with self.pool.transaction() as conn:
+            row = await fetch_one(conn, Q["migrations_table_exists"])
+            done = {r["version"] for r in await fetch_all(conn, Q["migrations_done"])
+                    } if row and row["present"] else set()
+        return [version for version, _, _ in MIGRATIONS if version not in done]
+
     async def close(self) -> None:
         await self.pool.close()
 

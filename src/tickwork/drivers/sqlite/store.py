@@ -8,10 +8,12 @@ exclusive.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from dataclasses import replace
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tickwork.drivers import base as b
@@ -22,7 +24,7 @@ from tickwork.drivers.sqlite.connection import Connection, path_from_url, write_
 from tickwork.drivers.sqlite.keys import SqliteKeyMethods
 from tickwork.drivers.sqlite.occurrences import SqliteOccurrenceMethods
 from tickwork.drivers.sqlite.rows import from_us, job_from_row, to_us, to_us_or_none
-from tickwork.errors import Conflict, JobNotFound
+from tickwork.errors import Conflict, JobNotFound, StoreError
 from tickwork.models import Job, JobSpec
 
 Q = load_queries("tickwork.drivers.sqlite")
@@ -65,6 +67,31 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods):
         from tickwork.drivers.sqlite.admin import SqliteAdmin  # noqa: PLC0415  (it imports this module)
 
         return SqliteAdmin.for_store(self)
+
+    async def migrations_pending(self) -> list[int]:
+        """Read through a read-only connection of its own: the store's connection would
+        create a missing file and switch an existing one to WAL."""
+        if self.path == ":memory:":
+            return [version for version, _, _ in MIGRATIONS]
+
+        def run() -> list[int]:
+            if not Path(self.path).exists():
+                return [version for version, _, _ in MIGRATIONS]
+            uri = f"{Path(self.path).absolute().as_uri()}?mode=ro"
+            try:
+                conn = sqlite3.connect(uri, uri=True)
+                try:
+                    table = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
+                                         "AND name = 'tickwork_migrations'").fetchone()
+                    done = {r[0] for r in conn.execute(
+                        "SELECT version FROM tickwork_migrations")} if table else set()
+                finally:
+                    conn.close()
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"SQLite database {self.path}: {exc}") from exc
+            return [version for version, _, _ in MIGRATIONS if version not in done]
+
+        return await asyncio.to_thread(run)
 
     async def close(self) -> None:
         await self._conn.close()

@@ -8,6 +8,9 @@ CREATE TABLE IF NOT EXISTS tickwork_migrations (
 -- Concurrent migrators wait for each other; the key is tickwork's own (ASCII "tick", "migr").
 SELECT pg_advisory_xact_lock(1953063787, 1835624306)
 
+-- name: migrations_table_exists
+SELECT to_regclass('tickwork_migrations') IS NOT NULL AS present
+
 -- name: migrations_done
 SELECT version FROM tickwork_migrations
 
