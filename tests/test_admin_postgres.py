@@ -66,7 +66,7 @@ async def test_resuming_a_queue_wakes_listening_workers(
 
 
 async def test_resolver_for_a_postgres_url(postgres_url: str) -> None:
-    resolver = resolver_for(postgres_url)
+    resolver = resolver_for(open_driver(postgres_url))
     assert resolver is not None
     assert isinstance(resolver.store, PostgresSecretStore)
     await resolver.store.close()  # never opened: nothing to release, and no error

@@ -27,7 +27,7 @@ from tickwork.executors.admission import JobPolicy
 from tickwork.executors.python import PythonExecutor
 from tickwork.executors.shell import ShellExecutor
 from tickwork.metrics import Metrics
-from tickwork.service import Service
+from tickwork.runtime.embedded import EmbeddedService
 from tickwork.testing.jobs import SCHEDULED_AT, make_context
 
 PY = sys.executable
@@ -172,7 +172,7 @@ async def test_a_process_without_an_allowlist_leaves_the_module_to_the_workers(
 
 async def test_the_demo_module_is_allowed_only_under_demo(tmp_path: Path) -> None:
     for demo in (False, True):
-        service = Service(Settings(database=f"sqlite:///{tmp_path}/{demo}.db", demo=demo,
+        service = EmbeddedService(Settings(database=f"sqlite:///{tmp_path}/{demo}.db", demo=demo,
                                    api_enabled=False))
         await service.start()
         try:

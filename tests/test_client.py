@@ -17,7 +17,7 @@ from tickwork.config import Settings
 from tickwork.demo import tick
 from tickwork.errors import Conflict, JobNotFound, ValidationError
 from tickwork.models import OccurrenceState, Trigger
-from tickwork.service import Service
+from tickwork.runtime.embedded import EmbeddedService
 
 JOB = {"name": "ping", "schedule": {"every": "1m"}, "kind": "http",
        "payload": {"url": "https://example.org/health"}}
@@ -105,7 +105,7 @@ def test_decorator_rejects_bad_declarations_at_import() -> None:
 
 async def test_service_creates_declared_jobs_and_allows_their_module(tmp_path: Path) -> None:
     settings = Settings(database=f"sqlite:///{tmp_path}/s.db")
-    service = Service(settings, imports=("sample_app.jobs",))
+    service = EmbeddedService(settings, imports=("sample_app.jobs",))
     await service.start()
     try:
         names = {j.spec.name for j in await service.client.list_jobs()}
@@ -114,7 +114,7 @@ async def test_service_creates_declared_jobs_and_allows_their_module(tmp_path: P
     finally:
         await service.stop()
     # a second start finds them unchanged and creates nothing twice
-    again = Service(settings, imports=("sample_app.jobs",))
+    again = EmbeddedService(settings, imports=("sample_app.jobs",))
     await again.start()
     try:
         assert len(await again.client.list_jobs(name_contains="hourly-sum")) == 1
@@ -124,10 +124,10 @@ async def test_service_creates_declared_jobs_and_allows_their_module(tmp_path: P
 
 async def test_a_second_service_on_the_same_file_is_refused(tmp_path: Path) -> None:
     settings = Settings(database=f"sqlite:///{tmp_path}/s.db")
-    first = Service(settings)
+    first = EmbeddedService(settings)
     await first.start()
     try:
-        second = Service(settings)
+        second = EmbeddedService(settings)
         with pytest.raises(ConnectionError, match="another tickwork service is already running"):
             await second.start()
     finally:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tickwork.config import Settings
-from tickwork.service import Service
+from tickwork.runtime.embedded import EmbeddedService
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -31,17 +31,17 @@ def need_chromium() -> None:
 
 
 @pytest.fixture
-async def service(tmp_path: Path) -> AsyncIterator[Service]:
+async def service(tmp_path: Path) -> AsyncIterator[EmbeddedService]:
     settings = Settings(database=f"sqlite:///{tmp_path}/ui.db", port=0, open_access=True,
                         planner_interval_seconds=0.2, planner_horizon_seconds=1,
                         poll_interval_seconds=0.2, shutdown_grace_seconds=1)
-    svc = Service(settings)
+    svc = EmbeddedService(settings)
     await svc.start()
     yield svc
     await svc.stop()
 
 
-async def test_create_a_job_watch_it_run_and_read_its_history(service: Service) -> None:
+async def test_create_a_job_watch_it_run_and_read_its_history(service: EmbeddedService) -> None:
     need_chromium()
     from playwright.async_api import async_playwright, expect
 

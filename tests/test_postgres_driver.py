@@ -30,7 +30,7 @@ from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import Conflict, StoreError, StoreUnavailable, ValidationError
 from tickwork.models import OccurrenceState, Overlap
-from tickwork.service import Service
+from tickwork.runtime.embedded import EmbeddedService
 from tickwork.testing import postgres as pg
 from tickwork.testing.factories import (
     NOW,
@@ -210,7 +210,7 @@ async def test_the_service_never_logs_the_database_password(
         postgres_url: str, caplog: pytest.LogCaptureFixture) -> None:
     url = postgres_url.replace("://postgres@", "://postgres:s3cret-pw@", 1)
     assert "s3cret-pw" in url  # trust auth: any password is accepted
-    service = Service(Settings(database=url, api_enabled=False))
+    service = EmbeddedService(Settings(database=url, api_enabled=False))
     with caplog.at_level(logging.INFO):
         await service.start()
         await service.stop()

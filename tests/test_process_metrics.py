@@ -22,12 +22,13 @@ from redis_server import PrivateRedis
 from test_postgres_processes import Proc, create, next_second, record_doc
 from tickwork.api.process import create_process_app
 from tickwork.config import Settings, load_settings, parse_address
-from tickwork.distributed import SchedulerProcess, WorkerProcess
 from tickwork.drivers.redis.keys import Keyspace
 from tickwork.errors import ConfigError
 from tickwork.metrics import DispatchMode, Metrics
 from tickwork.models import rfc3339
-from tickwork.service import Service
+from tickwork.runtime.embedded import EmbeddedService
+from tickwork.runtime.scheduler import SchedulerProcess
+from tickwork.runtime.worker import WorkerProcess
 from tickwork.testing import ledger
 from tickwork.testing import postgres as pg
 from tickwork.testing.faults import redisserver
@@ -186,7 +187,7 @@ async def test_max_deliveries_reaches_the_redis_claim_source(
     settings = Settings(database=postgres_url, redis=private_redis.url, max_deliveries=3,
                         metrics_address="127.0.0.1:0", api_enabled=False)
     worker = WorkerProcess(settings)
-    service = Service(settings)
+    service = EmbeddedService(settings)
     try:
         await worker.start()
         await service.start()

@@ -11,10 +11,10 @@ import httpx
 from processes import cli, cli_json, env_for
 from redis_server import PrivateRedis
 from tickwork.api import create_app
-from tickwork.cli.common import client_for
 from tickwork.config import load_settings
 from tickwork.drivers.dispatch import DueCountParams, occurrence_key
 from tickwork.drivers.redis.dispatch import RedisDispatch
+from tickwork.runtime.client import client_for
 from tickwork.testing import postgres as pg
 from tickwork.testing.faults import redisserver
 

@@ -17,16 +17,12 @@ from __future__ import annotations
 import math
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from tickwork.drivers.admin import QueueInfo
-from tickwork.drivers.base import ClaimResult, Completion
 from tickwork.models import Claim
-from tickwork.scheduler.planner import Planner
-from tickwork.worker.sources import ClaimSource
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENESS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
@@ -90,46 +86,6 @@ def mode_family(mode: str, choices: Sequence[str]) -> Family:
                   "1 for the dispatch mode now: redis, degraded (Redis unreachable, claiming "
                   "from the store) or the store alone (postgres, sqlite).",
                   [(f'mode="{_label(m)}"', int(m == mode)) for m in choices])
-
-
-class CountingPlanner(Planner):
-    """The planner, counting what it inserts (``tickwork_occurrences_planned_total``)."""
-
-    def __init__(self, metrics: Metrics, **options: Any) -> None:
-        super().__init__(**options)
-        self.metrics = metrics
-
-    async def run_once(self, now: datetime) -> tuple[int, bool]:
-        inserted, more = await super().run_once(now)
-        if inserted:
-            self.metrics.planned_inserted(inserted)
-        return inserted, more
-
-
-class CountingSource:
-    """A worker pool's ClaimSource that counts what another one claims (``Metrics.claimed``).
-
-    Only ``claim`` (once per batch) passes through here; the other methods are the inner
-    source's own, bound, so counting adds nothing per attempt."""
-
-    def __init__(self, source: ClaimSource, metrics: Metrics) -> None:
-        self.inner = source
-        self.metrics = metrics
-        self.start: Callable[[Callable[[str], None]], None] = source.start
-        self.stop: Callable[[], Coroutine[Any, Any, None]] = source.stop
-        self.idle_seconds: Callable[[str, datetime], Coroutine[Any, Any, float]] = (
-            source.idle_seconds)
-        self.after_complete: Callable[[Claim, Completion, bool], Coroutine[Any, Any, None]] = (
-            source.after_complete)
-        self.heartbeat: Callable[[Sequence[Claim]], Coroutine[Any, Any, None]] = (
-            source.heartbeat)
-        self.released: Callable[[Sequence[Claim]], Coroutine[Any, Any, None]] = source.released
-
-    async def claim(self, queue: str, free: int, now: datetime) -> ClaimResult:
-        result = await self.inner.claim(queue, free, now)
-        if result.claims:
-            self.metrics.claimed(queue, len(result.claims))
-        return result
 
 
 class Histogram:

@@ -24,6 +24,7 @@ from urllib.parse import quote, quote_plus
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
+from tickwork.drivers import Driver
 from tickwork.drivers.secrets import MAX_SECRET_NAME, SecretNotFound, SecretStore
 from tickwork.errors import ConfigError, TickworkError, ValidationError
 
@@ -308,12 +309,10 @@ def _substitute(value: object, values: dict[str, str]) -> object:
 
 
 
-def resolver_for(database: str) -> SecretResolver | None:
-    """A resolver over the secret store of ``database``, or None where there is none yet
-    (a driver without a SecretStore, an in-memory SQLite database)."""
-    from tickwork.drivers import open_driver  # noqa: PLC0415  (drivers import lazily)
-
+def resolver_for(driver: Driver) -> SecretResolver | None:
+    """A resolver over the driver's secret store, or None where there is none (an in-memory
+    SQLite database)."""
     try:
-        return SecretResolver(open_driver(database).secret_store())
+        return SecretResolver(driver.secret_store())
     except TickworkError:
         return None

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
-import signal
 
 from tickwork.cli.common import (
     add_redis_option,
     add_store_options,
-    client_for,
     open_client,
     settings_from,
 )
@@ -58,31 +55,13 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 async def run_api(args: argparse.Namespace) -> int:
-    from tickwork.api.app import create_app  # noqa: PLC0415  (FastAPI loads only when serving)
-    from tickwork.api.server import ApiServer  # noqa: PLC0415
+    from tickwork.runtime.api import ApiProcess  # noqa: PLC0415  (FastAPI loads only to serve)
 
     if args.log_level is None:
         logging.getLogger().setLevel(logging.INFO)
     settings = settings_from(args, host=args.host, port=args.port,
                              open_access=args.open_access)
-    client = await client_for(settings)
-    server = ApiServer(create_app(client, open_access=settings.open_access,
-                                  allowed_hosts=[settings.host]),
-                       host=settings.host, port=settings.port)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await server.start()
-        log.info("API and dashboard on %s/dashboard/ (%s)", server.url,
-                 "OPEN: no token needed" if settings.open_access else "tokens required")
-        await stop.wait()
-    finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
-        await server.stop()
-        await client.close()
+    await ApiProcess(settings).run_until_signalled()
     return 0
 
 

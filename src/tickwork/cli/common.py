@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from datetime import datetime
@@ -14,10 +13,8 @@ from tickwork.client import AsyncClient
 from tickwork.config import Settings, load_settings
 from tickwork.document import parse_instant
 from tickwork.document.fields import check_text
-from tickwork.drivers import open_driver, safe_url
-from tickwork.drivers.base import Store
-from tickwork.errors import ConfigError, NotMigrated, ValidationError
-from tickwork.executors.admission import JobPolicy
+from tickwork.errors import ValidationError
+from tickwork.runtime.client import client_for
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
@@ -44,61 +41,6 @@ async def open_client(args: argparse.Namespace, *, create: bool = False) -> Asyn
     """A client on the configured database. Only a command that adds something
     (``create``) creates or upgrades the database; the others refuse one that is missing."""
     return await client_for(settings_from(args), create=create)
-
-
-async def client_for(settings: Settings, *, create: bool = True) -> AsyncClient:
-    """A client on the configured store; with Redis configured, what it triggers or
-    backfills goes straight into Redis' due set."""
-    policy = JobPolicy(settings.executors, runs_jobs=False)
-    if create:
-        client = await AsyncClient.open(settings.database, policy=policy)
-    else:
-        store = open_driver(settings.database).store
-        try:
-            await require_schema(store, settings.database)
-        except BaseException:
-            await store.close()
-            raise
-        client = AsyncClient(store, policy=policy)
-    if settings.redis:
-        try:
-            load_extra("tickwork.drivers.redis.dispatch", "redis", "dispatching through Redis")
-        except BaseException:
-            await client.close()
-            raise
-        # redis is an extra: imported only when configured
-        from tickwork.drivers.feeder import DueFeeder  # noqa: PLC0415
-        from tickwork.drivers.redis.dispatch import RedisDispatch  # noqa: PLC0415
-
-        dispatch = RedisDispatch.from_url(settings.redis)
-        client.after_insert = DueFeeder(dispatch, client.clock).add_waiting
-        client.on_close(dispatch.close)
-    return client
-
-
-EXTRA_PACKAGES = {"redis": "redis", "hiredis": "redis", "psycopg": "postgres",
-                  "psycopg_pool": "postgres", "psycopg_binary": "postgres"}
-
-
-def load_extra(module: str, field: str, what: str) -> None:
-    """Import ``module`` now, so a missing optional dependency is one line naming the extra
-    to install (``field: WHAT needs the redis extra: pip install 'tickwork[redis]'``)."""
-    try:
-        importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        extra = EXTRA_PACKAGES.get((exc.name or "").split(".")[0])
-        if extra is None:
-            raise
-        raise ConfigError(field, f"{what} needs the {extra} extra: "
-                          f"pip install 'tickwork[{extra}]'") from None
-
-
-async def require_schema(store: Store, database: str) -> None:
-    """Raise NotMigrated unless ``database`` exists with this tickwork's schema; creates
-    and changes nothing (a SQLite file that does not exist stays so)."""
-    if await store.migrations_pending():
-        raise NotMigrated(f"database {safe_url(database)} does not exist or is not migrated "
-                          "to this version of tickwork; run `tickwork migrate` first")
 
 
 def read_documents(source: str) -> list[Any]:

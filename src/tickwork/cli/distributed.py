@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 
-from tickwork.cli.common import add_store_options, load_extra, settings_from
+from tickwork.cli.common import add_store_options, settings_from
 from tickwork.config import Settings
+from tickwork.runtime.client import load_extra
 
 log = logging.getLogger("tickwork.cli")
 
@@ -54,7 +54,7 @@ def add_metrics_option(parser: argparse.ArgumentParser) -> None:
 
 
 def load_extras(settings: Settings, command: str) -> None:
-    load_extra("tickwork.distributed", "database", f"tickwork {command}")
+    load_extra("tickwork.drivers.postgres", "database", f"tickwork {command}")
     if settings.redis:
         load_extra("tickwork.drivers.redis.dispatch", "redis", "dispatching through Redis")
 
@@ -63,7 +63,7 @@ async def run_scheduler(args: argparse.Namespace) -> int:
     settings = settings_from(args, redis=args.redis, metrics_address=args.metrics_address,
                              shard_lease_seconds=args.shard_lease_seconds)
     load_extras(settings, "scheduler")
-    from tickwork.distributed import SchedulerProcess  # noqa: PLC0415  (needs the postgres extra)
+    from tickwork.runtime.scheduler import SchedulerProcess  # noqa: PLC0415  (the postgres extra)
 
     if args.log_level is None:
         logging.getLogger().setLevel(logging.INFO)
@@ -75,17 +75,11 @@ async def run_worker(args: argparse.Namespace) -> int:
     settings = settings_from(args, queues=args.queues, worker_id=args.worker_id,
                              redis=args.redis, metrics_address=args.metrics_address)
     load_extras(settings, "worker")
-    from tickwork.distributed import WorkerProcess  # noqa: PLC0415  (needs the postgres extra)
+    from tickwork.runtime.worker import WorkerProcess  # noqa: PLC0415  (the postgres extra)
 
     if args.log_level is None:
         logging.getLogger().setLevel(logging.INFO)
     worker = WorkerProcess(settings)
     await worker.run_until_signalled()
-    if worker.pool is not None and worker.pool.released:
-        # As `tickwork run`: a sync Python job's thread cannot be stopped, and its attempt
-        # was given back to the store already. Leave now instead of waiting for it.
-        log.warning("exiting with unfinished job threads abandoned; their attempts were "
-                    "released and will run again")
-        logging.shutdown()
-        os._exit(0)
+    worker.exit_now_if_threads_abandoned()
     return 0

@@ -12,12 +12,13 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tickwork.cli.common import add_store_options, require_schema, settings_from
+from tickwork.cli.common import add_store_options, settings_from
 from tickwork.cli.output import print_json, print_table
 from tickwork.document.render import when
 from tickwork.drivers import open_driver
 from tickwork.drivers.secrets import SecretStore
 from tickwork.errors import ValidationError
+from tickwork.runtime.client import require_schema
 from tickwork.secrets import MAX_SECRET_BYTES, SecretKeyring, check_name
 
 

@@ -10,10 +10,11 @@ import sys
 from collections.abc import Sequence
 
 from tickwork.cli.api import add_serve_options
-from tickwork.cli.common import add_store_options, load_extra, settings_from
+from tickwork.cli.common import add_store_options, settings_from
 from tickwork.drivers import open_driver
 from tickwork.errors import ValidationError
-from tickwork.service import Service
+from tickwork.runtime.client import load_extra
+from tickwork.runtime.embedded import EmbeddedService
 
 log = logging.getLogger("tickwork.cli")
 
@@ -56,16 +57,9 @@ async def run_service(args: argparse.Namespace) -> int:
     if settings.redis:
         load_extra("tickwork.drivers.redis.dispatch", "redis", "dispatching through Redis")
     import_modules(args.imports)
-    service = Service(settings, imports=tuple(args.imports))
+    service = EmbeddedService(settings, imports=tuple(args.imports))
     await service.run_until_signalled()
-    if service.pool is not None and service.pool.released:
-        # A sync Python job still running in a thread past the grace period cannot be
-        # stopped, and the interpreter would wait for it at exit. Its attempt was already
-        # given back to the store, so leave now rather than run it to the end unrecorded.
-        log.warning("exiting with unfinished job threads abandoned; their attempts were "
-                    "released and will run again")
-        logging.shutdown()
-        os._exit(0)
+    service.exit_now_if_threads_abandoned()
     return 0
 
 

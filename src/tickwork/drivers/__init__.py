@@ -9,7 +9,7 @@ SecretStore, and says what the backend can do, so no other code sniffs a URL or 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tickwork.errors import ConfigError
 
@@ -57,8 +57,9 @@ def backend_of(url: str) -> str:
                       "expected sqlite:///path or postgresql://...")
 
 
-def open_driver(url: str) -> Driver:
-    """The driver for ``sqlite:///path`` (the embedded default) or ``postgresql://...``."""
+def open_driver(url: str, **postgres_options: Any) -> Driver:
+    """The driver for ``sqlite:///path`` (the embedded default) or ``postgresql://...``.
+    ``postgres_options`` go to the PostgreSQL store (pool size, server clock, shard count)."""
     if backend_of(url) == SQLITE:
         from tickwork.drivers.sqlite import SqliteDriver  # noqa: PLC0415  (drivers load lazily)
 
@@ -68,7 +69,7 @@ def open_driver(url: str) -> Driver:
     except ImportError as exc:
         raise ConfigError("database", "PostgreSQL needs the postgres extra: "
                           "pip install 'tickwork[postgres]'") from exc
-    return PostgresDriver(url)
+    return PostgresDriver(url, **postgres_options)
 
 
 def safe_url(url: str) -> str:

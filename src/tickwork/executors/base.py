@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import codecs
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from tickwork.errors import Outcome, ValidationError
+from tickwork.errors import Fail, Outcome, ValidationError
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,3 +158,15 @@ class PayloadMemo(Generic[T]):
             self._items.clear()
         self._items[id(payload)] = (payload, value)
         return value
+
+
+def checked_payload(validate: Callable[[object], dict[str, Any]],
+                    payload: object) -> dict[str, Any] | Fail:
+    """``validate(payload)`` with every secret resolved, or a fatal Fail saying what is wrong:
+    the preamble of every executor that runs a stored payload."""
+    try:
+        checked = validate(payload)
+    except ValidationError as exc:
+        return Fail(str(exc), retriable=False)
+    problem = unresolved_secrets(checked)
+    return checked if problem is None else Fail(problem, retriable=False)

@@ -27,9 +27,9 @@ from tickwork.executors.base import (
     ExecutionContext,
     ExecutorSettings,
     cap_text,
+    checked_payload,
     is_secret_reference,
     payload_object,
-    unresolved_secrets,
 )
 from tickwork.models import rfc3339
 from tickwork.secrets import config_reference
@@ -139,13 +139,9 @@ class EmailExecutor:
         """The payload and the SMTP password, or a fatal Fail."""
         if not self._settings.smtp_host or not self._settings.smtp_from:
             return Fail(NOT_CONFIGURED, retriable=False)
-        try:
-            payload = validate_payload(ctx.payload)
-        except ValidationError as exc:
-            return Fail(str(exc), retriable=False)
-        problem = unresolved_secrets(payload)
-        if problem is not None:
-            return Fail(problem, retriable=False)
+        payload = checked_payload(validate_payload, ctx.payload)
+        if isinstance(payload, Fail):
+            return payload
         try:
             return payload, await self._password()
         except TickworkError as exc:

@@ -21,9 +21,9 @@ from tickwork.executors.base import (
     ExecutionContext,
     ExecutorSettings,
     cap_text,
+    checked_payload,
     is_secret_reference,
     payload_object,
-    unresolved_secrets,
 )
 from tickwork.executors.shell_policy import (
     argument_problem,
@@ -220,11 +220,10 @@ class ShellExecutor:
     async def execute(self, ctx: ExecutionContext) -> Outcome:
         if not self._settings.shell_enabled:
             return Fail(DISABLED, retriable=False)
+        payload = checked_payload(validate_payload, ctx.payload)
+        if isinstance(payload, Fail):
+            return payload
         try:
-            payload = validate_payload(ctx.payload)
-            unresolved = unresolved_secrets(payload)
-            if unresolved is not None:
-                return Fail(unresolved, retriable=False)
             exe = resolve_command(payload, self._settings, os.environ.get("PATH", os.defpath))
         except ValidationError as exc:
             return Fail(str(exc), retriable=False)

@@ -22,10 +22,10 @@ from tickwork.executors.base import (
     ExecutionContext,
     ExecutorSettings,
     cap_text,
+    checked_payload,
     is_secret_reference,
     json_problem,
     payload_object,
-    unresolved_secrets,
 )
 from tickwork.executors.http import parse_retry_after, validate_url
 from tickwork.executors.outbound import OutboundClient
@@ -84,13 +84,9 @@ class SlackExecutor:
         await self._outbound.close()
 
     async def execute(self, ctx: ExecutionContext) -> Outcome:
-        try:
-            payload = validate_payload(ctx.payload)
-        except ValidationError as exc:
-            return Fail(str(exc), retriable=False)
-        problem = unresolved_secrets(payload)
-        if problem is not None:
-            return Fail(problem, retriable=False)
+        payload = checked_payload(validate_payload, ctx.payload)
+        if isinstance(payload, Fail):
+            return payload
         url: str = payload.pop("webhook_url")
         host = urlsplit(url).hostname or "?"
         where = f"Slack webhook at {host}"

@@ -11,7 +11,12 @@ from tickwork.drivers.dispatch import Dispatch
 from tickwork.drivers.feeder import DueFeeder
 from tickwork.scheduler.loop import Loop
 from tickwork.scheduler.promoter import Promoter
-from tickwork.scheduler.reconciler import QueueCatalog, Reconciler, StoreWaitingSource
+from tickwork.scheduler.reconciler import (
+    QueueCatalog,
+    Reconciled,
+    Reconciler,
+    StoreWaitingSource,
+)
 
 
 class SchedulerDispatch:
@@ -19,14 +24,20 @@ class SchedulerDispatch:
     store's queues, and the feeder its planner and rescuer hand their occurrences to."""
 
     def __init__(self, *, store: Store, dispatch: Dispatch, clock: Clock,
-                 reconcile_interval_seconds: float = 2.0) -> None:
+                 reconcile_interval_seconds: float = 2.0,
+                 on_promoted: Callable[[str, int], None] | None = None,
+                 on_reconciled: Callable[[Reconciled], None] | None = None) -> None:
+        """``on_promoted`` and ``on_reconciled``: the promoter's and the reconciler's hooks
+        (metrics)."""
         self.store = store
         self.dispatch = dispatch
         self.catalog = QueueCatalog(store, clock)
-        self.promoter = Promoter(dispatch=dispatch, clock=clock, queues=self.catalog)
+        self.promoter = Promoter(dispatch=dispatch, clock=clock, queues=self.catalog,
+                                 on_promoted=on_promoted)
         self.reconciler = Reconciler(dispatch=dispatch, source=StoreWaitingSource(store),
                                      clock=clock, queues=self.catalog,
-                                     interval_seconds=reconcile_interval_seconds)
+                                     interval_seconds=reconcile_interval_seconds,
+                                     on_reconciled=on_reconciled)
         self.feeder = DueFeeder(dispatch, clock, on_added=self.promoter.wake,
                                 on_recovered=self._rebuild_all)
 

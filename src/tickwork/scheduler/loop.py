@@ -14,7 +14,9 @@ STOP_RECHECK_SECONDS = 0.1
 
 class Loop:
     """Calls ``tick(now)`` every ``interval_seconds`` on the injected clock; at once again
-    when ``tick`` says more work is waiting, or when ``wake()`` is called."""
+    when ``tick`` says more work is waiting, or when ``wake()`` is called. A loop whose pause
+    depends on what a pass found overrides ``step``; one that reports errors its own way,
+    ``failed``."""
 
     name = "loop"
 
@@ -47,19 +49,31 @@ class Loop:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
 
+    async def step(self, now: datetime) -> float:
+        """One pass; returns the seconds to wait before the next (0: at once). By default,
+        ``tick``'s answer: at once when more work is waiting, else the interval."""
+        return 0.0 if await self.tick(now) else self.interval_seconds
+
+    def failed(self, exc: Exception) -> float:
+        """A pass raised ``exc``: log it (an outage the store logged already is not logged
+        again) and return the seconds to wait before the next try."""
+        if not reported_outage(exc):
+            self._log.exception("%s pass failed; retrying in %gs", self.name,
+                                self.interval_seconds)
+        return self.interval_seconds
+
     async def _loop(self) -> None:
         while True:
-            more = False
             try:
-                more = await self.tick(self.clock.now())
+                pause = await self.step(self.clock.now())
             except Exception as exc:
-                if not reported_outage(exc):  # an outage is logged once, by the store
-                    self._log.exception("%s pass failed; retrying in %gs", self.name,
-                                        self.interval_seconds)
-            if not more:
-                await self._pause()
+                pause = self.failed(exc)
+            if pause > 0:
+                await self._pause(pause)
+            else:
+                await asyncio.sleep(0)  # more is waiting: go on, but let others run
 
-    async def _pause(self) -> None:
-        """Until the interval has passed on the injected clock, or ``wake()``."""
-        await wait_event(self.clock, self._wake, self.interval_seconds)
+    async def _pause(self, seconds: float) -> None:
+        """Until ``seconds`` have passed on the injected clock, or ``wake()``."""
+        await wait_event(self.clock, self._wake, seconds)
         self._wake.clear()

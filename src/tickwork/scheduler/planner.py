@@ -85,11 +85,13 @@ class Planner(Loop):
         interval_seconds: float = 1.0,
         batch_size: int = 500,
         per_job_limit: int = 1000,
-        on_planned: Callable[[datetime], None] | None = None,
+        on_planned: Callable[[int, datetime], None] | None = None,
         shards: Callable[[], frozenset[int]] | None = None,
         after_commit: Callable[[Sequence[JobAdvance]], Awaitable[None]] | None = None,
     ) -> None:
-        """``shards``: the shards this planner may plan now (a ShardLeaser's); None: all.
+        """``on_planned``: told how many occurrences a pass inserted and the earliest due time
+        among them (metrics count them; the embedded service wakes its workers).
+        ``shards``: the shards this planner may plan now (a ShardLeaser's); None: all.
         ``after_commit``: awaited with the advances once the store committed them (the Redis
         deployment adds their occurrences to the due set); it must not raise."""
         if horizon_seconds < interval_seconds:
@@ -131,7 +133,7 @@ class Planner(Loop):
                 await self.after_commit(advances)
             if inserted and self.on_planned is not None:
                 earliest = min(o.due_at for a in advances for o in a.occurrences)
-                self.on_planned(earliest)
+                self.on_planned(inserted, earliest)
         return inserted, len(jobs) == self.batch_size and bool(advances)
 
     async def tick(self, now: datetime) -> bool:

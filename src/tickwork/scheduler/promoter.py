@@ -10,7 +10,6 @@ are found within that bound) and at once when ``wake()`` is called (a local plan
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -66,15 +65,10 @@ class Promoter(Loop):
         self.min_interval_seconds = min_interval_seconds
         self.unavailable_backoff_seconds = unavailable_backoff_seconds
         self.on_promoted = on_promoted
-        self._wake = asyncio.Event()
         self._unavailable = False
 
     def queues(self) -> list[str]:
         return list(self._queues() if callable(self._queues) else self._queues)
-
-    def wake(self) -> None:
-        """Promote now: new keys may be due sooner than the current sleep ends."""
-        self._wake.set()
 
     async def run_once(self, now: datetime | None = None) -> PromotePass:
         """One pass over every queue. ``now`` is unused: due-ness is Redis' clock."""
@@ -100,37 +94,20 @@ class Promoter(Loop):
     async def tick(self, now: datetime) -> bool:
         return (await self.run_once(now)).more
 
-    async def _loop(self) -> None:  # Loop's fixed interval does not fit: sleep until next due
-        while True:
-            self._wake.clear()
-            sleep = self.max_interval_seconds
-            try:
-                result = await self.run_once(self.clock.now())
-                sleep = result.sleep_seconds
-                if self._unavailable:
-                    log.warning("Redis is reachable again; promoting")
-                    self._unavailable = False
-            except DispatchUnavailable as exc:
-                if not self._unavailable:
-                    log.warning("cannot promote, Redis unavailable (%s); retrying every %gs",
-                                exc, self.unavailable_backoff_seconds)
-                self._unavailable = True
-                sleep = self.unavailable_backoff_seconds
-            except Exception:
-                log.exception("promoter pass failed; retrying in %gs", sleep)
-            if sleep <= 0:
-                await asyncio.sleep(0)  # a full batch is waiting: go on, but let others run
-            else:
-                await self._wait(sleep)
+    async def step(self, now: datetime) -> float:
+        """A pass; then sleep until the next key is due (Loop's fixed interval does not fit),
+        at most ``max_interval_seconds``; ``wake()`` promotes at once."""
+        result = await self.run_once(now)
+        if self._unavailable:
+            log.warning("Redis is reachable again; promoting")
+            self._unavailable = False
+        return result.sleep_seconds
 
-    async def _wait(self, seconds: float) -> None:
-        """Until ``wake()`` or ``seconds`` pass on the injected clock."""
-        if self._wake.is_set():
-            return
-        waiter = asyncio.ensure_future(self._wake.wait())
-        sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
-        try:
-            await asyncio.wait([waiter, sleeper], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-            sleeper.cancel()
+    def failed(self, exc: Exception) -> float:
+        if not isinstance(exc, DispatchUnavailable):
+            return super().failed(exc)
+        if not self._unavailable:
+            log.warning("cannot promote, Redis unavailable (%s); retrying every %gs",
+                        exc, self.unavailable_backoff_seconds)
+        self._unavailable = True
+        return self.unavailable_backoff_seconds

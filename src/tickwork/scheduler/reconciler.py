@@ -22,7 +22,6 @@ from the streams every ``trim_every_seconds``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -210,23 +209,15 @@ class Reconciler(Loop):
                 return done
         return None
 
-    async def _loop(self) -> None:  # Loop's, logging an unreachable Redis once
-        while True:
-            more = False
-            try:
-                more = await self.tick(self.clock.now())
-            except DispatchUnavailable as exc:
-                if not self._outage:
-                    log.warning("cannot reconcile, Redis unavailable (%s); retrying every %gs",
-                                exc, self.interval_seconds)
-                self._outage = True
-            except Exception:
-                self._log.exception("reconciler pass failed; retrying in %gs",
-                                    self.interval_seconds)
-            if more:
-                await asyncio.sleep(0)
-                continue
-            await self._pause()
+    def failed(self, exc: Exception) -> float:
+        """Loop's, logging an unreachable Redis once."""
+        if not isinstance(exc, DispatchUnavailable):
+            return super().failed(exc)
+        if not self._outage:
+            log.warning("cannot reconcile, Redis unavailable (%s); retrying every %gs",
+                        exc, self.interval_seconds)
+        self._outage = True
+        return self.interval_seconds
 
 
 class StoreWaitingSource:

@@ -80,9 +80,11 @@ class WorkerPool:
         shutdown_grace_seconds: float = 30.0,
         rng: random.Random | None = None,
         on_finished: Callable[[Claim, Result, datetime, datetime], None] | None = None,
+        on_claimed: Callable[[str, int], None] | None = None,
         source: ClaimSource | None = None,
     ) -> None:
-        """``source``: where claims come from (default: the store, ``SqlClaimSource``)."""
+        """``source``: where claims come from (default: the store, ``SqlClaimSource``).
+        ``on_claimed``: told the queue and count of each batch claimed (metrics)."""
         if heartbeat_seconds >= lease_seconds:
             raise ValueError(f"heartbeat_seconds ({heartbeat_seconds}) must be less than "
                              f"lease_seconds ({lease_seconds})")
@@ -96,6 +98,7 @@ class WorkerPool:
         self.shutdown_grace_seconds = shutdown_grace_seconds
         self.rng = rng or random.Random()  # noqa: S311  (backoff jitter, not cryptography)
         self.on_finished = on_finished
+        self.on_claimed = on_claimed
         self.queues = {name: _Queue(name, concurrency) for name, concurrency in queues}
         self.completer = Completer(store=store, clock=clock)
         self.source: ClaimSource = source or SqlClaimSource(
@@ -188,6 +191,8 @@ class WorkerPool:
                 return now
             q.wake.clear()
             result = await self.source.claim(q.name, free, now)
+            if result.claims and self.on_claimed is not None:
+                self.on_claimed(q.name, len(result.claims))
             for ref in result.cancelled:
                 self._drop(ref, "a newer run of the job replaced it (overlap cancel_previous)")
             for claim in result.claims:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 from tickwork.drivers.postgres.admin import PostgresAdmin
 from tickwork.drivers.postgres.secrets import PostgresSecretStore
@@ -16,9 +17,9 @@ class PostgresDriver:
     partitions = True
     listen = True
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, **store_options: Any) -> None:
         self.url = url
-        self.store = PostgresStore(url)
+        self.store = PostgresStore(url, **store_options)
 
     @cached_property
     def admin(self) -> PostgresAdmin:

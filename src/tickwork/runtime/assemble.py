@@ -1,0 +1,135 @@
+"""Builds the parts of a process from settings, a store, a dispatch and an observer.
+
+Every kind of process (embedded, scheduler, worker) gets its worker pool, claim source,
+planner, rescuer and Redis side from here, so a new deployment is a new combination of the
+same parts. The observer is the process's ``Metrics``: each part is handed the hook it
+reports through when it is made, never patched afterwards.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from tickwork.clock import Clock
+from tickwork.config import Settings
+from tickwork.drivers import Driver
+from tickwork.drivers.base import Store
+from tickwork.executors import build_executors
+from tickwork.executors.base import Executor, ExecutorSettings
+from tickwork.metrics import Metrics
+from tickwork.models import Claim
+from tickwork.scheduler.planner import Planner
+from tickwork.scheduler.rescuer import Rescuer
+from tickwork.secrets import SecretResolver, resolver_for
+from tickwork.worker.outcomes import Result
+from tickwork.worker.pool import WorkerPool
+from tickwork.worker.runlog import log_run
+from tickwork.worker.sources import ClaimSource
+
+if TYPE_CHECKING:
+    from tickwork.drivers.redis.dispatch import RedisDispatch
+    from tickwork.scheduler.dispatch import SchedulerDispatch
+    from tickwork.worker.redis_source import RedisClaimSource
+
+
+def executors(settings: ExecutorSettings, driver: Driver
+              ) -> tuple[dict[str, Executor], SecretResolver | None]:
+    """One executor per kind, resolving secrets from the driver's secret store (none where
+    there is none, as for an in-memory SQLite database)."""
+    secrets = resolver_for(driver)
+    return build_executors(settings, secrets), secrets
+
+
+def open_dispatch(settings: Settings) -> RedisDispatch | None:
+    """The Redis dispatch of ``settings.redis``, or None without Redis."""
+    if settings.redis is None:
+        return None
+    from tickwork.drivers.redis.dispatch import RedisDispatch  # noqa: PLC0415  (the redis extra)
+
+    return RedisDispatch.from_url(settings.redis)
+
+
+def worker_id(settings: Settings) -> str:
+    return settings.worker_id or f"worker-{uuid.uuid4().hex[:8]}"
+
+
+def finished_hook(metrics: Metrics) -> Callable[[Claim, Result, datetime, datetime], None]:
+    """Counts each finished attempt and logs it in one line."""
+
+    def finished(claim: Claim, result: Result, started: datetime, ended: datetime) -> None:
+        metrics.attempt_finished(claim, result, started, ended)
+        log_run(claim, result, started, ended)
+
+    return finished
+
+
+def redis_claim_source(settings: Settings, *, store: Store, dispatch: RedisDispatch,
+                       clock: Clock, worker: str, metrics: Metrics,
+                       on_lost: Callable[[str], None] | None = None) -> RedisClaimSource:
+    """A worker's claims from what Redis delivers, from the store while Redis is down."""
+    from tickwork.worker.redis_source import RedisClaimSource  # noqa: PLC0415  (the redis extra)
+
+    s = settings
+    return RedisClaimSource(
+        store=store, dispatch=dispatch, clock=clock, worker_id=worker,
+        lease_seconds=s.lease_seconds, heartbeat_seconds=s.heartbeat_seconds,
+        poll_interval_seconds=s.poll_interval_seconds, max_deliveries=s.max_deliveries,
+        on_lost=on_lost, on_mode=metrics.dispatch.changed if metrics.dispatch else None)
+
+
+def worker_pool(settings: Settings, *, store: Store, clock: Clock,
+                executors: dict[str, Executor], worker: str, metrics: Metrics,
+                source: ClaimSource | None = None) -> WorkerPool:
+    """The pool that claims, runs and completes attempts of ``settings.queues``."""
+    s = settings
+    return WorkerPool(
+        store=store, clock=clock, executors=executors, queues=s.queues, worker_id=worker,
+        lease_seconds=s.lease_seconds, heartbeat_seconds=s.heartbeat_seconds,
+        poll_interval_seconds=s.poll_interval_seconds,
+        shutdown_grace_seconds=s.shutdown_grace_seconds, on_finished=finished_hook(metrics),
+        on_claimed=metrics.claimed, source=source)
+
+
+def scheduler_dispatch(*, store: Store, dispatch: RedisDispatch, clock: Clock,
+                       metrics: Metrics) -> SchedulerDispatch:
+    """A scheduler's Redis side: promoter, reconciler, queue catalogue and feeder."""
+    from tickwork.scheduler.dispatch import SchedulerDispatch  # noqa: PLC0415  (the redis extra)
+
+    return SchedulerDispatch(store=store, dispatch=dispatch, clock=clock,
+                             on_promoted=metrics.promoted_moved,
+                             on_reconciled=lambda done: metrics.repaired(done.added))
+
+
+def planner(settings: Settings, *, store: Store, clock: Clock, metrics: Metrics,
+            redis: SchedulerDispatch | None, wake: Callable[[], None] | None = None,
+            **options: Any) -> Planner:
+    """The planner, counting what it inserts and waking ``wake`` (local workers) then."""
+
+    def planned(inserted: int, _earliest: datetime) -> None:
+        metrics.planned_inserted(inserted)
+        if wake is not None:
+            wake()
+
+    return Planner(store=store, clock=clock, horizon_seconds=settings.planner_horizon_seconds,
+                   interval_seconds=settings.planner_interval_seconds, on_planned=planned,
+                   after_commit=redis.after_plan if redis else None, **options)
+
+
+def rescuer(settings: Settings, *, store: Store, clock: Clock, metrics: Metrics,
+            redis: SchedulerDispatch | None, wake: Callable[[], None] | None = None,
+            sole_worker: str | None = None) -> Rescuer:
+    """The rescuer of expired leases, counting what it rescues and waking ``wake`` then.
+    ``sole_worker``: the only worker on the store (an embedded service's lock says so), whose
+    attempts left running by a crashed predecessor are orphans at once."""
+
+    def rescued(done: list[Any]) -> None:
+        metrics.rescued(len(done))
+        if wake is not None:
+            wake()
+
+    return Rescuer(store=store, clock=clock, interval_seconds=settings.rescue_interval_seconds,
+                   sole_worker=sole_worker, on_rescued=rescued,
+                   after_rescue=redis.after_rescue() if redis else None)
