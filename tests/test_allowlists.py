@@ -17,6 +17,7 @@ import pytest
 
 from tickwork.api import create_app
 from tickwork.api.auth import create_token
+from tickwork.cli.demo import DEMO_JOBS
 from tickwork.client import AsyncClient
 from tickwork.clock import FakeClock
 from tickwork.config import Settings
@@ -31,16 +32,16 @@ from tickwork.runtime.embedded import EmbeddedService
 from tickwork.testing.jobs import SCHEDULED_AT, make_context
 
 PY = sys.executable
-DEMO = ExecutorSettings(python_allowed_modules=("tickwork.demo",))
+DEMO = ExecutorSettings(python_allowed_modules=("tickwork.cli.demo",))
 TESTING = ExecutorSettings(python_allowed_modules=("tickwork.testing.jobs",))
 
 # Attribute paths that walk out of an allowed module into what it imported.
 ESCAPES = [
-    "tickwork.demo:platform.os.system",
-    "tickwork.demo:platform.os.getenv",
-    "tickwork.demo:platform.node",          # a function, but of another module
-    "tickwork.demo:Fail",                   # a class imported from tickwork.errors
-    "tickwork.demo:ExecutionContext",       # imported from tickwork.executors.base
+    "tickwork.cli.demo:platform.os.system",
+    "tickwork.cli.demo:platform.os.getenv",
+    "tickwork.cli.demo:platform.node",          # a function, but of another module
+    "tickwork.cli.demo:Fail",                   # a class imported from tickwork.errors
+    "tickwork.cli.demo:ExecutionContext",       # imported from tickwork.executors.base
 ]
 
 
@@ -65,17 +66,17 @@ async def test_an_attribute_path_never_leaves_the_allowed_module(target: str,
 async def test_the_secret_key_cannot_be_read_through_an_import(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TICKWORK_SECRET_KEY", "do-not-leak")
-    outcome = await run_python("tickwork.demo:platform.os.getenv", ["TICKWORK_SECRET_KEY"])
+    outcome = await run_python("tickwork.cli.demo:platform.os.getenv", ["TICKWORK_SECRET_KEY"])
     assert isinstance(outcome, Fail)
     assert "do-not-leak" not in outcome.error
     assert "steps into module 'platform'" in outcome.error
 
 
 @pytest.mark.parametrize("target", [
-    "tickwork.demo:tick.__globals__",
-    "tickwork.demo:tick.__call__",
-    "tickwork.demo:__builtins__",
-    "tickwork.demo:Namespace.__init__",
+    "tickwork.cli.demo:tick.__globals__",
+    "tickwork.cli.demo:tick.__call__",
+    "tickwork.cli.demo:__builtins__",
+    "tickwork.cli.demo:Namespace.__init__",
 ])
 def test_dunders_are_refused_in_the_document(target: str) -> None:
     with pytest.raises(ValidationError) as caught:
@@ -85,7 +86,7 @@ def test_dunders_are_refused_in_the_document(target: str) -> None:
 
 
 async def test_functions_classes_and_methods_of_the_module_still_run() -> None:
-    assert await run_python("tickwork.demo:tick", ["x"]) == Success(output="tick x")
+    assert await run_python("tickwork.cli.demo:tick", ["x"]) == Success(output="tick x")
     shout = await run_python("tickwork.testing.jobs:Namespace.shout", ["hi"], TESTING)
     assert shout == Success(output="HI")
 
@@ -114,17 +115,17 @@ async def test_the_client_refuses_an_escape_at_creation(client: AsyncClient, tar
         await client.create_job(python_doc(target))
     assert caught.value.field == "payload.callable"
     with pytest.raises(ValidationError) as bulk:
-        await client.create_jobs([python_doc("tickwork.demo:tick", "ok"),
+        await client.create_jobs([python_doc("tickwork.cli.demo:tick", "ok"),
                                   python_doc(target, "bad")])
     assert bulk.value.field == "[1].payload.callable"
     assert await client.list_jobs() == []
 
 
 async def test_the_client_refuses_an_escape_in_an_update(client: AsyncClient) -> None:
-    await client.create_job(python_doc("tickwork.demo:tick"))
+    await client.create_job(python_doc("tickwork.cli.demo:tick"))
     with pytest.raises(ValidationError, match=r"payload\.callable"):
-        await client.update_job("p", {"payload": {"callable": "tickwork.demo:platform.system"}})
-    assert (await client.get_job("p")).spec.payload["callable"] == "tickwork.demo:tick"
+        await client.update_job("p", {"payload": {"callable": "tickwork.cli.demo:platform.system"}})
+    assert (await client.get_job("p")).spec.payload["callable"] == "tickwork.cli.demo:tick"
 
 
 async def test_the_api_answers_422_naming_the_field(tmp_path: Path) -> None:
@@ -136,7 +137,7 @@ async def test_the_api_answers_422_naming_the_field(tmp_path: Path) -> None:
     app = create_app(client, metrics=Metrics())
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                  base_url="http://127.0.0.1:8000") as http:
-        r = await http.post("/api/v1/jobs", json=python_doc("tickwork.demo:platform.os.system"),
+        r = await http.post("/api/v1/jobs", json=python_doc("tickwork.cli.demo:platform.os.system"),
                             headers={"Authorization": f"Bearer {token}"})
     await store.close()
     assert r.status_code == 422, r.text
@@ -145,8 +146,8 @@ async def test_the_api_answers_422_naming_the_field(tmp_path: Path) -> None:
 
 def test_the_cli_exits_2_with_one_line(tmp_path: Path) -> None:
     config = tmp_path / "tickwork.toml"
-    config.write_text('[executors]\npython_allowed_modules = ["tickwork.demo"]\n')
-    doc = json.dumps(python_doc("tickwork.demo:platform.os.system"))
+    config.write_text('[executors]\npython_allowed_modules = ["tickwork.cli.demo"]\n')
+    doc = json.dumps(python_doc("tickwork.cli.demo:platform.os.system"))
     done = subprocess.run(
         [str(Path(PY).parent / "tickwork"), "jobs", "create", "--json", "-",
          "--config", str(config), "--database", f"sqlite:///{tmp_path}/c.db"],
@@ -165,22 +166,24 @@ async def test_a_process_without_an_allowlist_leaves_the_module_to_the_workers(
     try:
         await client.create_job(python_doc("myapp.jobs:refresh"))  # workers may allow it
         with pytest.raises(ValidationError):  # never a valid callable, allowlist or not
-            await client.create_job(python_doc("tickwork.demo:tick.__globals__", "d"))
+            await client.create_job(python_doc("tickwork.cli.demo:tick.__globals__", "d"))
     finally:
         await store.close()
 
 
-async def test_the_demo_module_is_allowed_only_under_demo(tmp_path: Path) -> None:
+async def test_the_demo_module_is_allowed_only_with_the_demo_jobs(tmp_path: Path) -> None:
     for demo in (False, True):
-        service = EmbeddedService(Settings(database=f"sqlite:///{tmp_path}/{demo}.db", demo=demo,
-                                   api_enabled=False))
+        service = EmbeddedService(Settings(database=f"sqlite:///{tmp_path}/{demo}.db",
+                                           api_enabled=False),
+                                  jobs=DEMO_JOBS if demo else ())
         await service.start()
         try:
             allowed = service.executor_settings.python_allowed_modules
-            assert ("tickwork.demo" in allowed) is demo
+            assert ("tickwork.cli.demo" in allowed) is demo
+            assert service.client is not None
             if not demo:
-                with pytest.raises(ValidationError, match=r"'tickwork\.demo' is not allowed"):
-                    await service.client.create_job(python_doc("tickwork.demo:tick"))
+                with pytest.raises(ValidationError, match=r"'tickwork\.cli\.demo' is not allowed"):
+                    await service.client.create_job(python_doc("tickwork.cli.demo:tick"))
         finally:
             await service.stop()
 
@@ -315,7 +318,7 @@ async def test_shell_refusals_come_at_creation_where_the_settings_are_known(
 
 async def test_a_job_that_would_never_run_is_refused(client: AsyncClient) -> None:
     now = SCHEDULED_AT
-    long_ago = {"name": "old", "kind": "python", "payload": {"callable": "tickwork.demo:tick"},
+    long_ago = {"name": "old", "kind": "python", "payload": {"callable": "tickwork.cli.demo:tick"},
                 "schedule": {"at": "2029-12-31T00:00:00Z"}}
     with pytest.raises(ValidationError, match=r"catchup_window_seconds \(3600\) in the past"):
         await client.create_job(long_ago)

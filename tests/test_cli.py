@@ -12,7 +12,7 @@ import pytest
 from tickwork.cli.main import main
 
 PY_JOB = {"name": "hello", "schedule": {"every": "10s"}, "kind": "python",
-          "payload": {"callable": "tickwork.demo:tick", "args": ["x"]},
+          "payload": {"callable": "tickwork.cli.demo:tick", "args": ["x"]},
           "timeout_seconds": 5, "retry": {"max_attempts": 1}}
 
 
@@ -84,7 +84,7 @@ def test_update_changes_only_the_given_fields(tw: Any) -> None:
     [job] = json.loads(tw("jobs", "list", "--json")[1])
     assert job["schedule"]["cron"] == "0 3 * * *"
     assert job["tags"] == ["night"]
-    assert job["payload"]["callable"] == "tickwork.demo:tick"
+    assert job["payload"]["callable"] == "tickwork.cli.demo:tick"
     assert job["next_run_at"].endswith("T03:00:00Z")
 
 

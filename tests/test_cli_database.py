@@ -23,7 +23,7 @@ READ_ONLY = [
     ("secrets", "list"), ("secrets", "delete", "x"),
 ]
 JOB = {"name": "hello", "schedule": {"every": "10s"}, "kind": "python",
-       "payload": {"callable": "tickwork.demo:tick"}}
+       "payload": {"callable": "tickwork.cli.demo:tick"}}
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ import pytest
 import tickwork
 from conftest import START
 from tickwork import registry
+from tickwork.cli.demo import tick
 from tickwork.client import AsyncClient, Client
 from tickwork.clock import FakeClock
 from tickwork.config import Settings
-from tickwork.demo import tick
 from tickwork.errors import Conflict, JobNotFound, ValidationError
 from tickwork.models import OccurrenceState, Trigger
 from tickwork.runtime.embedded import EmbeddedService

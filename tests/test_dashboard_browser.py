@@ -64,7 +64,7 @@ async def test_create_a_job_watch_it_run_and_read_its_history(service: EmbeddedS
         await page.select_option("#f-type", "every")
         await page.fill("#f-every", "2s")
         await page.select_option("#f-kind", "python")
-        await page.fill("#f-payload", json.dumps({"callable": "tickwork.demo:tick",
+        await page.fill("#f-payload", json.dumps({"callable": "tickwork.cli.demo:tick",
                                                   "args": [markup]}))
         await expect(page.locator("#preview-description")).to_contain_text("2")
         await expect(page.locator("#preview-times li")).to_have_count(5)

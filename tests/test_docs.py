@@ -99,7 +99,7 @@ def test_names_in_the_docs_prose_are_valid() -> None:
     for path in DOCS:
         for name in re.findall(r"job\s+(?:named|called)\s+`([^`]+)`", path.read_text("utf-8")):
             parse_job_document({"name": name, "schedule": {"every": "1m"}, "kind": "python",
-                                "payload": {"callable": "tickwork.demo:tick"}})
+                                "payload": {"callable": "tickwork.cli.demo:tick"}})
 
 
 def test_every_command_the_docs_give_redis_takes_it() -> None:

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tickwork import failpoints
 from tickwork.document import parse_job_document
 from tickwork.errors import ConfigError
 from tickwork.models import rfc3339
 from tickwork.testing.faults.classify import Execution, Fault, classify
 from tickwork.testing.faults.run import FaultRun, expected_of, next_second
+from tickwork.worker import failpoints
 
 T = 1_900_000_000.0
 

@@ -59,7 +59,7 @@ async def test_an_api_trigger_and_backfill_are_in_the_due_set_at_once(
     try:
         r = await http.post("/api/v1/jobs", json={
             "name": "ping", "schedule": {"every": "1h"}, "kind": "python",
-            "payload": {"callable": "tickwork.demo:tick"}})
+            "payload": {"callable": "tickwork.cli.demo:tick"}})
         assert r.status_code == 201, r.text
         assert await dispatch.due_count(DueCountParams("default")) == 0
         assert (await http.post("/api/v1/jobs/ping/trigger")).status_code == 201

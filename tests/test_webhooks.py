@@ -20,9 +20,9 @@ from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import ConfigError, Fail, Success, ValidationError
 from tickwork.executors import ExecutorSettings, build_executors, validate_payload
 from tickwork.executors.base import Executor
+from tickwork.executors.webhooks import InvalidSignature, sign, signature_headers, verify
 from tickwork.secrets import SecretKeyring, SecretResolver
 from tickwork.testing.jobs import make_context
-from tickwork.webhooks import InvalidSignature, sign, signature_headers, verify
 
 KEY_A = "whsec_" + base64.b64encode(b"first secret key, 32 bytes long!").decode()
 KEY_B = "whsec_" + base64.b64encode(b"second key").decode()

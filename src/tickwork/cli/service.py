@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from tickwork.cli.api import add_serve_options
 from tickwork.cli.common import add_store_options, settings_from
+from tickwork.cli.demo import DEMO_JOBS
 from tickwork.drivers import open_driver
 from tickwork.errors import ValidationError
 from tickwork.runtime.client import load_extra
@@ -57,7 +58,8 @@ async def run_service(args: argparse.Namespace) -> int:
     if settings.redis:
         load_extra("tickwork.drivers.redis.dispatch", "redis", "dispatching through Redis")
     import_modules(args.imports)
-    service = EmbeddedService(settings, imports=tuple(args.imports))
+    service = EmbeddedService(settings, imports=tuple(args.imports),
+                              jobs=DEMO_JOBS if settings.demo else ())
     await service.run_until_signalled()
     service.exit_now_if_threads_abandoned()
     return 0

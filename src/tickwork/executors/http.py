@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 import aiohttp
 from multidict import CIMultiDict
 
-from tickwork import webhooks
 from tickwork.errors import Fail, Outcome, Success, TickworkError, ValidationError
+from tickwork.executors import webhooks
 from tickwork.executors.base import (
     ERROR_LIMIT_BYTES,
     ExecutionContext,

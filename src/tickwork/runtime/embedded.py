@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,6 @@ from tickwork import registry
 from tickwork.client import AsyncClient
 from tickwork.clock import Clock
 from tickwork.config import Settings
-from tickwork.demo import DEMO_JOBS
 from tickwork.document import parse_job_document
 from tickwork.drivers import open_driver, safe_url
 from tickwork.errors import JobNotFound
@@ -48,9 +48,14 @@ class EmbeddedService(Process):
     kind = "service"
 
     def __init__(self, settings: Settings, *, clock: Clock | None = None,
-                 imports: tuple[str, ...] = ()) -> None:
+                 imports: tuple[str, ...] = (), jobs: Sequence[Mapping[str, Any]] = ()
+                 ) -> None:
+        """``imports``: modules whose ``@tickwork.job`` functions become jobs; ``jobs``: more
+        job documents to create or update at start (``tickwork run --demo``'s). The modules
+        of all of them are allowed to run."""
         super().__init__(settings, open_driver(settings.database), clock)
         self.imports = imports
+        self.declared = [dict(doc) for doc in jobs]
         self.executor_settings = settings.executors
         self.metrics.dispatch = DispatchMode(REDIS if settings.redis else self.driver.name)
         self.lock = FileLock.for_database(settings.database, self.driver)
@@ -64,11 +69,10 @@ class EmbeddedService(Process):
     async def start(self) -> None:
         self.lock.take()
         await self.driver.migrate()
-        jobs = self._import_job_modules()
-        # Modules of declared jobs are allowed; the demo's only under --demo.
+        jobs = [*self._import_job_modules(), *self.declared]
+        # The modules of declared jobs are allowed, and no others beyond the settings'.
         executor_settings = self.settings.executors
-        allowed = {*executor_settings.python_allowed_modules, *self._job_modules(jobs),
-                   *(["tickwork.demo"] if self.settings.demo else [])}
+        allowed = {*executor_settings.python_allowed_modules, *self._job_modules(jobs)}
         self.executor_settings = replace(executor_settings,
                                          python_allowed_modules=tuple(sorted(allowed)))
         self.executors, self.secrets = assemble.executors(self.executor_settings, self.driver)
@@ -89,7 +93,7 @@ class EmbeddedService(Process):
             s, store=self.store, clock=self.clock, metrics=self.metrics, redis=self.redis,
             wake=self._wake, sole_worker=worker if self.lock.held else None)
         await self.rescuer.run_once(self.clock.now())  # orphans of a crashed predecessor
-        await self._sync_jobs([*jobs, *(DEMO_JOBS if s.demo else [])])
+        await self._sync_jobs(jobs)
         for loop in (self.planner, self.rescuer, *self._redis_loops()):
             loop.start()
         self.pool.start()
@@ -135,7 +139,7 @@ class EmbeddedService(Process):
             self.lock.release()
             self._stopped.set()
 
-    # -- jobs declared in code and the demo --------------------------------------------------
+    # -- jobs declared in code or handed in --------------------------------------------------
 
     def _import_job_modules(self) -> list[dict[str, Any]]:
         for module in self.imports:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from tickwork.clock import Clock
 from tickwork.drivers.base import Completion, OccurrenceCompleteParams, Store
 from tickwork.errors import reported_outage
-from tickwork.failpoints import failpoint
+from tickwork.worker.failpoints import failpoint
 
 log = logging.getLogger("tickwork.completer")
 

@@ -27,9 +27,9 @@ from tickwork.drivers.base import (
 )
 from tickwork.errors import Fail, reported_outage
 from tickwork.executors.base import ExecutionContext, Executor
-from tickwork.failpoints import failpoint
 from tickwork.models import Claim
 from tickwork.worker.completer import Completer
+from tickwork.worker.failpoints import failpoint
 from tickwork.worker.outcomes import Result, TimedOut, decide
 from tickwork.worker.sources import ClaimSource, SqlClaimSource
 

@@ -51,8 +51,8 @@ from tickwork.drivers.dispatch import (
 )
 from tickwork.drivers.feeder import DueFeeder
 from tickwork.errors import DispatchError, DispatchUnavailable
-from tickwork.failpoints import failpoint
 from tickwork.models import Claim, OccurrenceState
+from tickwork.worker.failpoints import failpoint
 from tickwork.worker.sources import SqlClaimSource
 
 log = logging.getLogger("tickwork.worker.redis")

@@ -301,7 +301,7 @@ function attemptView(a) {
 
 const PAYLOADS = {
   http: { url: "https://example.org/hook", method: "POST", body: { hello: "world" } },
-  python: { callable: "tickwork.demo:tick", args: ["hello"] },
+  python: { callable: "tickwork.cli.demo:tick", args: ["hello"] },
   shell: { command: ["/bin/echo", "hello"] },
 };
 

@@ -29,7 +29,7 @@ SEED_ENV = "TICKWORK_TEST_FAILPOINT_SEED"
 POINTS = ("after_execute", "after_commit", "after_ack")
 ACTIONS = ("kill",)
 
-log = logging.getLogger("tickwork.failpoints")
+log = logging.getLogger("tickwork.worker.failpoints")
 
 
 @dataclass(frozen=True, slots=True)

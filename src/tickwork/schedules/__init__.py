@@ -2,7 +2,7 @@
 
 Pure code: no I/O, no clock reads. Every function takes the instants it needs, and every
 instant in and out is an aware ``datetime`` in UTC (naive values are taken as UTC).
-The cron engine itself lives in :mod:`tickwork.cron`; DESIGN G9 describes the DST rule.
+The cron engine itself lives in :mod:`tickwork.schedules.cron`; DESIGN G9 describes the DST rule.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from tickwork.cron import CronExpr
 from tickwork.errors import ValidationError
 from tickwork.models import ScheduleSpec, rfc3339, utc
+from tickwork.schedules.cron import CronExpr
 
 __all__ = [
     "AtSchedule",

@@ -11,7 +11,7 @@ tickwork signs an http job's request when the job (``signing_secret``) or its en
 Secrets are ``whsec_<base64>``: the key is the base64-decoded part. A receiver checks a request
 with ``verify``::
 
-    from tickwork.webhooks import InvalidSignature, verify
+    from tickwork.executors.webhooks import InvalidSignature, verify
 
     try:
         verify(["whsec_new...", "whsec_old..."], request.headers, await request.read())

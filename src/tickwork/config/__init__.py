@@ -3,7 +3,7 @@
 ``load_settings`` reads the sources by precedence: flags over the environment over the TOML file
 over the defaults. Each value is checked where it is read, so an error says where it came from;
 ``Settings.validate`` then checks bounds and the rules that span fields, with the checks in
-tickwork.config_checks. A typo is an error.
+tickwork.config.checks. A typo is an error.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from tickwork.config_checks import (
+from tickwork.config.checks import (
     MAX_CONCURRENCY,
     check_database,
     check_executors,
@@ -61,7 +61,7 @@ LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 NOT_SETTINGS = frozenset({
     CONFIG_ENV, "TICKWORK_SECRET_KEY", "TICKWORK_IDEMPOTENCY_KEY", "TICKWORK_ATTEMPT",
     "TICKWORK_SCHEDULED_AT", "TICKWORK_DEADLINE", "TICKWORK_JOB_ID", "TICKWORK_JOB_NAME",
-    "TICKWORK_FAILPOINTS",  # read by tickwork.failpoints, for fault tests
+    "TICKWORK_FAILPOINTS",  # read by tickwork.worker.failpoints, for fault tests
 })
 NOT_SETTINGS_PREFIXES = ("TICKWORK_TEST_",)
 

@@ -10,13 +10,13 @@ from tickwork.executors.base import ExecutionContext
 
 DEMO_JOBS: list[dict[str, Any]] = [
     {"name": "demo-heartbeat", "schedule": {"every": "10s"}, "kind": "python",
-     "payload": {"callable": "tickwork.demo:heartbeat"}, "tags": ["demo"]},
+     "payload": {"callable": "tickwork.cli.demo:heartbeat"}, "tags": ["demo"]},
     {"name": "demo-every-5-seconds", "schedule": {"cron": "*/5 * * * * *"}, "kind": "python",
-     "payload": {"callable": "tickwork.demo:tick", "args": ["five"]}, "tags": ["demo"]},
+     "payload": {"callable": "tickwork.cli.demo:tick", "args": ["five"]}, "tags": ["demo"]},
     {"name": "demo-minutely-report", "schedule": {"cron": "* * * * *"}, "kind": "python",
-     "payload": {"callable": "tickwork.demo:report"}, "tags": ["demo"]},
+     "payload": {"callable": "tickwork.cli.demo:report"}, "tags": ["demo"]},
     {"name": "demo-flaky", "schedule": {"every": "30s"}, "kind": "python",
-     "payload": {"callable": "tickwork.demo:flaky"}, "tags": ["demo"],
+     "payload": {"callable": "tickwork.cli.demo:flaky"}, "tags": ["demo"],
      "retry": {"max_attempts": 3, "backoff_base_seconds": 1, "backoff_max_seconds": 10}},
 ]
 
