@@ -22,12 +22,13 @@ from tickwork.client import AsyncClient
 from tickwork.clock import FakeClock
 from tickwork.config import Settings
 from tickwork.drivers.sqlite.store import SqliteStore
-from tickwork.errors import ConfigError, Fail, Success, ValidationError
+from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors import ExecutorSettings, validate_payload
 from tickwork.executors.admission import JobPolicy
 from tickwork.executors.python import PythonExecutor
 from tickwork.executors.shell import ShellExecutor
 from tickwork.metrics import Metrics
+from tickwork.outcomes import Fail, Success
 from tickwork.runtime.embedded import EmbeddedService
 from tickwork.testing.jobs import SCHEDULED_AT, make_context
 

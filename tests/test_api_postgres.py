@@ -21,9 +21,9 @@ from tickwork.client import AsyncClient
 from tickwork.clock import FakeClock
 from tickwork.drivers import open_driver
 from tickwork.drivers.postgres.store import PostgresStore
-from tickwork.errors import Success
 from tickwork.executors import ExecutorSettings, build_executors
 from tickwork.metrics import Metrics
+from tickwork.outcomes import Success
 from tickwork.secrets import SecretKeyring, SecretResolver
 from tickwork.testing import postgres as pg
 from tickwork.testing.factories import claim

@@ -24,9 +24,10 @@ from cryptography.x509.oid import NameOID
 from tickwork.config import load_settings
 from tickwork.drivers.sqlite.secrets import SqliteSecretStore
 from tickwork.drivers.sqlite.store import SqliteStore
-from tickwork.errors import ConfigError, Fail, Success, ValidationError
+from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors import ExecutorSettings, build_executors, validate_payload
 from tickwork.executors.email import EmailExecutor
+from tickwork.outcomes import Fail, Success
 from tickwork.secrets import SecretKeyring, SecretResolver
 from tickwork.testing.jobs import make_context
 

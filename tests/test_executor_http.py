@@ -15,9 +15,10 @@ from urllib.parse import quote
 import pytest
 from aiohttp import web
 
-from tickwork.errors import Fail, Success, ValidationError
+from tickwork.errors import ValidationError
 from tickwork.executors import ExecutorSettings, validate_payload
 from tickwork.executors.http import HttpExecutor, parse_retry_after
+from tickwork.outcomes import Fail, Success
 from tickwork.testing.jobs import make_context
 
 LOCAL = ("127.0.0.1",)  # the test servers' address, refused by the SSRF guard by default

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from tickwork.errors import Cancel, Fail, Success, ValidationError
+from tickwork.errors import ValidationError
 from tickwork.executors import ExecutorSettings, build_executors, validate_payload
 from tickwork.executors.python import PythonExecutor, module_allowed
+from tickwork.outcomes import Cancel, Fail, Success
 from tickwork.testing import jobs
 from tickwork.testing.jobs import make_context
 

@@ -14,9 +14,9 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from tickwork.errors import Success
 from tickwork.executors import ExecutorSettings
 from tickwork.executors.python import PythonExecutor
+from tickwork.outcomes import Success
 from tickwork.testing import jobs
 from tickwork.testing.jobs import make_context
 

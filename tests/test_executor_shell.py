@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from tickwork.errors import Fail, Success, ValidationError
+from tickwork.errors import ValidationError
 from tickwork.executors import ExecutorSettings, validate_payload
 from tickwork.executors.shell import DISABLED, ShellExecutor
+from tickwork.outcomes import Fail, Success
 from tickwork.testing.jobs import make_context
 
 PY = sys.executable

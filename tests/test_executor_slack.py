@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tickwork.errors import Fail, Success, ValidationError
+from tickwork.errors import ValidationError
 from tickwork.executors import ExecutorSettings, validate_payload
 from tickwork.executors.slack import SlackExecutor
+from tickwork.outcomes import Fail, Success
 from tickwork.testing.jobs import make_context
 
 LOCAL = ("127.0.0.1",)

@@ -24,9 +24,10 @@ from tickwork.config import load_settings
 from tickwork.drivers.secrets import SecretNotFound, SecretStore
 from tickwork.drivers.sqlite.secrets import SqliteSecretStore
 from tickwork.drivers.sqlite.store import SqliteStore
-from tickwork.errors import ConfigError, Fail, ValidationError
+from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors import ExecutorSettings, build_executors, validate_payload
 from tickwork.models import rfc3339
+from tickwork.outcomes import Fail
 from tickwork.secrets import (
     KEY_ENV,
     SecretKeyring,

@@ -18,11 +18,12 @@ from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from tickwork.config import load_settings
-from tickwork.errors import ConfigError, Fail, Success
+from tickwork.errors import ConfigError
 from tickwork.executors import ExecutorSettings, build_executors
 from tickwork.executors.http import HttpExecutor
 from tickwork.executors.outbound import OutboundClient
 from tickwork.executors.ssrf import OutboundPolicy, parse_ip_literal, refusal_reason
+from tickwork.outcomes import Fail, Success
 from tickwork.testing.jobs import make_context
 
 HINT = "allow it with outbound_allow"

@@ -17,10 +17,11 @@ from cryptography.fernet import Fernet
 
 from tickwork.drivers.sqlite.secrets import SqliteSecretStore
 from tickwork.drivers.sqlite.store import SqliteStore
-from tickwork.errors import ConfigError, Fail, Success, ValidationError
+from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors import ExecutorSettings, build_executors, validate_payload
 from tickwork.executors.base import Executor
 from tickwork.executors.webhooks import InvalidSignature, sign, signature_headers, verify
+from tickwork.outcomes import Fail, Success
 from tickwork.secrets import SecretKeyring, SecretResolver
 from tickwork.testing.jobs import make_context
 

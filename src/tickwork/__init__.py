@@ -1,6 +1,7 @@
 """tickwork: a distributed job scheduler for Python."""
 
-from tickwork.errors import Cancel, Fail, Success, TickworkError
+from tickwork.errors import TickworkError
+from tickwork.outcomes import Cancel, Fail, Success
 from tickwork.registry import job
 
 __all__ = ["Cancel", "Fail", "Success", "TickworkError", "job"]

@@ -5,8 +5,6 @@ Errors subclass builtins where they fit, so ``except LookupError`` keeps working
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 
 class TickworkError(Exception):
     """The root of every error tickwork raises on purpose."""
@@ -72,37 +70,3 @@ class DispatchError(TickworkError):
 class DispatchUnavailable(DispatchError, ConnectionError):
     """The dispatch cannot be reached, is loading, read-only or out of memory: callers switch
     to degraded mode (claiming straight from the store) until it is back."""
-
-
-# Job outcomes as values. An executor returns one; a Python job may also raise Fail or Cancel.
-
-
-@dataclass(frozen=True, slots=True)
-class Success:
-    output: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Fail(Exception):  # an outcome a job may raise, not an error of tickwork's
-    """The attempt failed. Retriable failures are retried until max_attempts; fatal ones are not."""
-
-    error: str
-    retriable: bool = True
-    retry_after: float | None = None
-    output: str | None = None
-
-    def __str__(self) -> str:
-        return self.error
-
-
-@dataclass(frozen=True, slots=True)
-class Cancel(Exception):  # an outcome, like Fail
-    """Stop this occurrence for good: it ends ``cancelled`` and is not retried."""
-
-    reason: str
-
-    def __str__(self) -> str:
-        return self.reason
-
-
-Outcome = Success | Fail | Cancel

@@ -184,9 +184,9 @@ async def _httpx(url: str, concurrency: int) -> AsyncIterator[Send]:
 
 @asynccontextmanager
 async def _executor(url: str, concurrency: int) -> AsyncIterator[Send]:
-    from tickwork.errors import Success  # noqa: PLC0415
     from tickwork.executors.base import ExecutionContext, ExecutorSettings  # noqa: PLC0415
     from tickwork.executors.http import HttpExecutor  # noqa: PLC0415
+    from tickwork.outcomes import Success  # noqa: PLC0415
 
     executor = HttpExecutor(ExecutorSettings(outbound_allow=("127.0.0.1",),
                                              http_max_connections=max(concurrency, 1000)))

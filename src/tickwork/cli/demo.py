@@ -5,8 +5,8 @@ from __future__ import annotations
 import platform
 from typing import Any
 
-from tickwork.errors import Fail
 from tickwork.executors.base import ExecutionContext
+from tickwork.outcomes import Fail
 
 DEMO_JOBS: list[dict[str, Any]] = [
     {"name": "demo-heartbeat", "schedule": {"every": "10s"}, "kind": "python",

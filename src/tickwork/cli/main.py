@@ -15,13 +15,7 @@ from collections.abc import Sequence
 from tickwork import __version__
 from tickwork.cli import api, bench, distributed, jobs, runs, secrets, service
 from tickwork.document.fields import not_unicode
-from tickwork.errors import (
-    Conflict,
-    NotMigrated,
-    StoreUnavailable,
-    TickworkError,
-    ValidationError,
-)
+from tickwork.errors import Conflict, NotMigrated, StoreUnavailable, TickworkError, ValidationError
 
 EXIT_INPUT = 2
 EXIT_FAILURE = 1

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from tickwork.errors import Fail, Outcome, ValidationError
+from tickwork.errors import ValidationError
+from tickwork.outcomes import Fail, Outcome
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiosmtplib
 
-from tickwork.errors import Fail, Outcome, Success, TickworkError, ValidationError
+from tickwork.errors import TickworkError, ValidationError
 from tickwork.executors.base import (
     ERROR_LIMIT_BYTES,
     ExecutionContext,
@@ -32,6 +32,7 @@ from tickwork.executors.base import (
     payload_object,
 )
 from tickwork.models import rfc3339
+from tickwork.outcomes import Fail, Outcome, Success
 from tickwork.secrets import config_reference
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from multidict import CIMultiDict
 
-from tickwork.errors import Fail, Outcome, Success, TickworkError, ValidationError
+from tickwork.errors import TickworkError, ValidationError
 from tickwork.executors import webhooks
 from tickwork.executors.base import (
     ERROR_LIMIT_BYTES,
@@ -37,6 +37,7 @@ from tickwork.executors.base import (
 )
 from tickwork.executors.outbound import OutboundClient, Response
 from tickwork.models import rfc3339
+from tickwork.outcomes import Fail, Outcome, Success
 
 if TYPE_CHECKING:
     from tickwork.secrets import SecretResolver

@@ -16,9 +16,10 @@ import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
-from tickwork.errors import Fail, TickworkError
+from tickwork.errors import TickworkError
 from tickwork.executors.base import ERROR_LIMIT_BYTES, ExecutorSettings, cap_text
 from tickwork.executors.ssrf import GuardedResolver, OutboundPolicy, OutboundRefused
+from tickwork.outcomes import Fail
 
 MAX_REDIRECTS = 5
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import Any, cast
 
-from tickwork.errors import Cancel, Fail, Outcome, Success, ValidationError
+from tickwork.errors import ValidationError
 from tickwork.executors.base import (
     ERROR_LIMIT_BYTES,
     ExecutionContext,
@@ -33,6 +33,7 @@ from tickwork.executors.base import (
     json_problem,
     payload_object,
 )
+from tickwork.outcomes import Cancel, Fail, Outcome, Success
 
 KIND = "python"
 FIELDS = ("callable", "args", "kwargs")

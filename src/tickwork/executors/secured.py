@@ -13,8 +13,9 @@ import dataclasses
 import logging
 
 from tickwork.drivers.secrets import SecretNotFound
-from tickwork.errors import Cancel, Fail, Outcome, StoreError, Success
+from tickwork.errors import StoreError
 from tickwork.executors.base import ExecutionContext, Executor, PayloadMemo
+from tickwork.outcomes import Cancel, Fail, Outcome, Success
 from tickwork.secrets import (
     SecretResolver,
     SecretsUnavailable,

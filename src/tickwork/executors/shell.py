@@ -16,7 +16,7 @@ import signal
 import subprocess
 from typing import Any
 
-from tickwork.errors import Fail, Outcome, Success, ValidationError
+from tickwork.errors import ValidationError
 from tickwork.executors.base import (
     ExecutionContext,
     ExecutorSettings,
@@ -32,6 +32,7 @@ from tickwork.executors.shell_policy import (
     parse_argument_patterns,
 )
 from tickwork.models import rfc3339
+from tickwork.outcomes import Fail, Outcome, Success
 
 KIND = "shell"
 FIELDS = ("command", "env", "cwd")

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from multidict import CIMultiDict
 
-from tickwork.errors import Fail, Outcome, Success, ValidationError
+from tickwork.errors import ValidationError
 from tickwork.executors.base import (
     ExecutionContext,
     ExecutorSettings,
@@ -30,6 +30,7 @@ from tickwork.executors.base import (
 from tickwork.executors.http import parse_retry_after, validate_url
 from tickwork.executors.outbound import OutboundClient
 from tickwork.models import rfc3339
+from tickwork.outcomes import Fail, Outcome, Success
 
 KIND = "slack"
 FIELDS = ("webhook_url", "text", "blocks", "username", "icon_emoji")

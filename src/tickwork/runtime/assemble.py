@@ -21,10 +21,10 @@ from tickwork.executors import build_executors
 from tickwork.executors.base import Executor, ExecutorSettings
 from tickwork.metrics import Metrics
 from tickwork.models import Claim
+from tickwork.outcomes import Result
 from tickwork.scheduler.planner import Planner
 from tickwork.scheduler.rescuer import Rescuer
 from tickwork.secrets import SecretResolver, resolver_for
-from tickwork.worker.outcomes import Result
 from tickwork.worker.pool import WorkerPool
 from tickwork.worker.runlog import log_run
 from tickwork.worker.sources import ClaimSource

@@ -11,9 +11,9 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tickwork.errors import Cancel, Fail, Success
 from tickwork.executors.base import ExecutionContext
 from tickwork.models import idempotency_key
+from tickwork.outcomes import Cancel, Fail, Success
 
 EVENTS: dict[str, threading.Event] = {}
 WAIT_LIMIT_SECONDS = 10.0  # a blocked job gives up here so a broken test cannot hang forever

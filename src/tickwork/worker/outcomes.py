@@ -7,21 +7,12 @@ the worker produces itself when the deadline passes.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tickwork.drivers.base import Completion
-from tickwork.errors import Cancel, Fail, Success
 from tickwork.models import AttemptOutcome, Claim, Delivery, OccurrenceState
+from tickwork.outcomes import Cancel, Result, Success, TimedOut
 from tickwork.retry import backoff_delay
-
-
-@dataclass(frozen=True, slots=True)
-class TimedOut:
-    seconds: float
-
-
-Result = Success | Fail | Cancel | TimedOut
 
 
 def decide(

@@ -25,12 +25,13 @@ from tickwork.drivers.base import (
     OccurrenceReleaseParams,
     Store,
 )
-from tickwork.errors import Fail, reported_outage
+from tickwork.errors import reported_outage
 from tickwork.executors.base import ExecutionContext, Executor
 from tickwork.models import Claim
+from tickwork.outcomes import Fail, Result, TimedOut
 from tickwork.worker.completer import Completer
 from tickwork.worker.failpoints import failpoint
-from tickwork.worker.outcomes import Result, TimedOut, decide
+from tickwork.worker.outcomes import decide
 from tickwork.worker.sources import ClaimSource, SqlClaimSource
 
 log = logging.getLogger("tickwork.worker")

@@ -6,7 +6,7 @@ import logging
 from datetime import datetime
 
 from tickwork.models import Claim
-from tickwork.worker.outcomes import Result
+from tickwork.outcomes import Result
 
 runs_log = logging.getLogger("tickwork.runs")
 

@@ -17,9 +17,9 @@ from psycopg import sql
 
 from tickwork.drivers import base as b
 from tickwork.drivers.codec import new_job_ids, spec_to_json, specs_to_json
+from tickwork.drivers.postgres.claims import KeyClaimMethods
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
 from tickwork.drivers.postgres.history import HistoryMethods
-from tickwork.drivers.postgres.keys import KeyClaimMethods
 from tickwork.drivers.postgres.leases import ShardLeaseMethods
 from tickwork.drivers.postgres.occurrences import OccurrenceMethods
 from tickwork.drivers.postgres.rows import (

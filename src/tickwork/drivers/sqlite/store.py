@@ -1,7 +1,7 @@
 """The SQLite store: the embedded deployment's source of truth.
 
-Jobs and the store's lifecycle here; occurrences (``occurrences.py``) and claims (``claims.py``,
-``keys.py``) in mixins. Every method runs on the connection's own thread as one transaction;
+Jobs and the store's lifecycle here; occurrences (``occurrences.py``) and claims (``claims.py``)
+in mixins. Every method runs on the connection's own thread as one transaction;
 writes take the write lock up front with ``BEGIN IMMEDIATE``, which is also what makes claims
 exclusive.
 """
@@ -20,8 +20,8 @@ from tickwork.drivers import base as b
 from tickwork.drivers.codec import new_job_ids, spec_to_json, specs_to_json
 from tickwork.drivers.rows import SpecCache
 from tickwork.drivers.sqlfiles import load_migrations, load_queries, split_statements
+from tickwork.drivers.sqlite.claims import SqliteKeyMethods
 from tickwork.drivers.sqlite.connection import Connection, path_from_url, write_transaction
-from tickwork.drivers.sqlite.keys import SqliteKeyMethods
 from tickwork.drivers.sqlite.occurrences import SqliteOccurrenceMethods
 from tickwork.drivers.sqlite.rows import from_us, job_from_row, to_us, to_us_or_none
 from tickwork.errors import Conflict, JobNotFound, StoreError
