@@ -1,7 +1,8 @@
 """The Store seam: what every storage driver does, with one params object per method.
 
 Methods are noun-first (``job_create``, ``occurrence_claim``) and take ``now`` from the caller, so
-the store never reads a clock of its own. Every driver passes ``tickwork.testing.conformance``.
+the store never reads a clock of its own. Every driver passes
+``tickwork.testing.conformance.store``.
 """
 
 from __future__ import annotations

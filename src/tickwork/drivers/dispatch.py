@@ -7,7 +7,7 @@ due set from the store. A key is an opaque string chosen by the store integratio
 occurrence); a key delivered twice costs one claim the store rejects, never a second run.
 
 Due-ness is decided by the dispatch's own clock (Redis ``TIME``), so ``due_ms`` values are
-milliseconds since the Unix epoch. Every driver passes ``tickwork.testing.dispatch_conformance``.
+milliseconds since the Unix epoch. Every driver passes ``tickwork.testing.conformance.dispatch``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 It shares the store's connection pool rather than opening its own, so the API process keeps
 one bounded set of connections. The tables come from the store's migrations (002_admin.sql).
 The answers are the SQLite driver's (drivers/sqlite/admin.py); the conformance suite in
-``tickwork.testing.admin_conformance`` holds both to them.
+``tickwork.testing.conformance.admin`` holds both to them.
 """
 
 from __future__ import annotations

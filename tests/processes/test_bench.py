@@ -1,0 +1,143 @@
+"""``tickwork bench``, bounded: small workloads on real processes, judged on correctness only.
+
+Each run asserts what the record says (nothing lost, duplicated or started early) and the
+JSON shape; never speed, which only the full benchmark on a quiet machine measures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tickwork.bench import deploy
+from tickwork.testing import postgres as pg
+from tickwork.testing.processes import TICKWORK
+
+pytestmark = [pytest.mark.bench, pytest.mark.slow]
+
+SHAPE = {"workload", "creation", "lateness_seconds", "expected", "executed", "lost",
+         "duplicated", "early", "peak_memory", "deployment", "machine", "notes", "ok"}
+
+
+async def bench(*args: str, timeout: float = 110) -> dict[str, Any]:
+    proc = await asyncio.create_subprocess_exec(
+        *TICKWORK, "bench", *args, "--json", "--quiet", stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    assert proc.returncode == 0, err.decode()[-3000:] + out.decode()[-3000:]
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def assert_correct(result: dict[str, Any], expected: int | None = None) -> None:
+    assert set(result) >= SHAPE, sorted(SHAPE - set(result))
+    assert result["lost"] == 0
+    assert result["duplicated"] == 0
+    assert result["early"] == 0
+    assert result["ok"] is True
+    if expected is not None:
+        assert result["expected"] == result["executed"] == expected
+    late = result["lateness_seconds"]
+    assert set(late) == {"p50", "p99", "max"}
+    assert 0 <= late["p50"] <= late["p99"] <= late["max"]
+
+
+async def test_w1_on_sqlite(tmp_path: Path) -> None:
+    result = await bench("w1", "--jobs", "2000", "--database", f"sqlite:///{tmp_path}/b.db")
+    assert_correct(result, 2000)
+    assert result["workload"] == "w1"
+    assert result["deployment"]["kind"] == "sqlite"
+    assert result["creation"]["jobs_per_second"] > 0
+    assert result["throughput_per_second"] > 0
+    assert result["peak_memory"]["service"]["processes"] == 1
+    assert not (tmp_path / "b.db").exists()  # the bench's database is removed after the run
+
+
+async def test_w1_on_postgres(postgres_admin: str) -> None:
+    result = await bench("w1", "--jobs", "2000", "--database", postgres_admin,
+                         "--workers", "2")
+    assert_correct(result, 2000)
+    assert result["deployment"]["kind"] == "postgres"
+    assert result["peak_memory"]["worker"]["processes"] == 2
+    assert result["peak_memory"]["scheduler"]["processes"] == 1
+    name = result["deployment"]["database"].rsplit("/", 1)[-1]
+    assert name.startswith("tickwork_bench_")
+    with pg._admin() as conn:  # dropped at the end
+        row = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+    assert row is None
+
+
+async def test_w3_recurring_on_sqlite() -> None:
+    result = await bench("w3", "--jobs", "500", "--duration", "20")
+    assert_correct(result)
+    assert result["missed"] == 0
+    assert result["expected"] > 500  # every job ticks more than once in 20 s
+    assert result["worst_ticks"]
+
+
+async def test_w3_with_idle_jobs_reports_memory(postgres_admin: str) -> None:
+    """Idle one-off jobs (due a day later) alongside the recurring load: created, never run,
+    and the processes' memory reported at the window's start, its most and at the end."""
+    result = await bench("w3", "--jobs", "200", "--duration", "5", "--idle-jobs", "2000",
+                         "--database", postgres_admin, "--workers", "1")
+    assert_correct(result)
+    assert result["parameters"]["idle_jobs"] == 2000
+    assert result["idle"]["jobs"] == 2000
+    assert result["idle"]["due"] == "later"
+    assert result["idle"]["jobs_per_second"] > 0
+    assert "executed" not in result["idle"]  # due after the run: never planned
+    assert result["expected"] == result["executed"] >= 60  # the ticks only: */5 s fire once
+    for kind in ("scheduler", "worker"):
+        rss = result["rss_mib"][kind]
+        assert 0 < rss["window_start"] <= rss["window_max"]
+        assert 0 < rss["end"] <= rss["window_max"] <= result["peak_memory"][kind]["max_mib"]
+
+
+async def test_w3_with_idle_jobs_due_in_the_window() -> None:
+    """``--idle-due window``: the one-offs are planned and run within the window, checked
+    like the ticks."""
+    result = await bench("w3", "--jobs", "100", "--duration", "5", "--idle-jobs", "2000",
+                         "--idle-due", "window")
+    assert_correct(result)
+    assert result["idle"]["executed"] == 2000
+    assert result["expected"] == result["executed"] > 2000
+    late = result["idle"]["lateness_seconds"]
+    assert 0 <= late["p50"] <= late["p99"] <= late["max"]
+    assert result["rss_mib"]["service"]["end"] > 0
+
+
+async def test_w2_small_profile_with_plot(tmp_path: Path) -> None:
+    plot = tmp_path / "w2.svg"
+    result = await bench("w2", "--end-minute", "2", "--heavy-minutes", "1", "--spike", "300",
+                         "--per-day", "100000", "--compression", "30", "--plot", str(plot))
+    assert_correct(result)
+    assert [m["minute"] for m in result["per_minute"]] == [0, 1]
+    assert [m["spike"] for m in result["per_minute"]] == [False, True]
+    assert result["per_minute"][1]["jobs"] == 300 + result["parameters"]["base_per_minute"]
+    assert result["series"]
+    assert {"t", "p50", "p99", "max"} <= set(result["series"][0])
+    assert plot.read_text().startswith("<svg")
+
+
+def test_redis_is_passed_to_every_process(tmp_path: Path) -> None:
+    d = deploy.Deployment(database=pg.DEFAULT_ADMIN_URL, workdir=tmp_path,
+                          redis="redis://127.0.0.1:6379/0", schedulers=2, workers=3)
+    d.url = "postgresql://postgres@127.0.0.1:5432/tickwork_bench_x"
+    children = d.plan()
+    assert [c.kind for c in children] == ["scheduler"] * 2 + ["worker"] * 3
+    assert all(c.argv[-2:] == ["--redis", "redis://127.0.0.1:6379/0"] for c in children)
+
+
+@pytest.fixture
+def postgres_admin() -> str:
+    """The server URL (the bench creates and drops a database of its own on it)."""
+    try:
+        with pg._admin():
+            pass
+    except Exception as exc:
+        pg._unreachable(str(exc))
+    return pg.admin_url()

@@ -1,0 +1,96 @@
+"""The dashboard end to end in headless Chromium: create a job through the form, watch it run,
+open its run history. Screenshots go to test-artifacts/ (git-ignored)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tickwork.config import Settings
+from tickwork.runtime.embedded import EmbeddedService
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run"]
+
+pytestmark = pytest.mark.browser
+
+
+def need_chromium() -> None:
+    if CHROMIUM.exists():
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{CHROMIUM} is missing; CI must install Debian's chromium")
+    pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium); the browser test needs it")
+
+
+@pytest.fixture
+async def service(tmp_path: Path) -> AsyncIterator[EmbeddedService]:
+    settings = Settings(database=f"sqlite:///{tmp_path}/ui.db", port=0, open_access=True,
+                        planner_interval_seconds=0.2, planner_horizon_seconds=1,
+                        poll_interval_seconds=0.2, shutdown_grace_seconds=1)
+    svc = EmbeddedService(settings)
+    await svc.start()
+    yield svc
+    await svc.stop()
+
+
+async def test_create_a_job_watch_it_run_and_read_its_history(service: EmbeddedService) -> None:
+    need_chromium()
+    from playwright.async_api import async_playwright, expect
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    base = service.api.url
+    name = "hello browser ✓"
+    markup = "<b>browser</b>"  # user text with markup must show as text, never as markup
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        page = await browser.new_page(viewport={"width": 1280, "height": 900},
+                                      timezone_id="Europe/Berlin")
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        await page.goto(f"{base}/dashboard/")
+        await expect(page.get_by_text("Runs by state")).to_be_visible()
+        await expect(page.locator("#tz")).to_have_text("Europe/Berlin")
+
+        await page.get_by_role("link", name="New job").click()
+        await page.fill("#f-name", name)
+        await page.select_option("#f-type", "every")
+        await page.fill("#f-every", "2s")
+        await page.select_option("#f-kind", "python")
+        await page.fill("#f-payload", json.dumps({"callable": "tickwork.cli.demo:tick",
+                                                  "args": [markup]}))
+        await expect(page.locator("#preview-description")).to_contain_text("2")
+        await expect(page.locator("#preview-times li")).to_have_count(5)
+        await page.fill("#f-every", "0s")  # a bad value: the field says why, live
+        await expect(page.locator("#e-every")).not_to_be_empty()
+        await page.fill("#f-every", "2s")
+        await expect(page.locator("#preview-times li")).to_have_count(5)
+        await page.screenshot(path=str(ARTIFACTS / "dashboard-new-job.png"))
+        await page.get_by_role("button", name="Create job").click()
+
+        await expect(page.locator("#job-name")).to_have_text(name)
+        succeeded = page.locator("tr.run[data-state=succeeded]").first
+        await expect(succeeded).to_be_visible(timeout=20_000)
+        await page.screenshot(path=str(ARTIFACTS / "dashboard-job.png"))
+        await succeeded.click()
+        await expect(page.locator("pre.output").first).to_contain_text(f"tick {markup}")
+        assert await page.locator("pre.output b").count() == 0  # not parsed as markup
+        await page.screenshot(path=str(ARTIFACTS / "dashboard-run-history.png"))
+
+        await page.get_by_role("button", name="Trigger now").click()
+        await expect(page.get_by_text("Trigger now: done")).to_be_visible()
+        await page.get_by_role("link", name="Jobs", exact=True).click()
+        await page.fill("input[type=search]", "browser")
+        await expect(page.locator("#jobs tbody tr")).to_have_count(1)
+        await page.get_by_role("link", name="Overview").click()
+        await expect(page.locator("svg.plot")).to_have_count(2)
+        await page.screenshot(path=str(ARTIFACTS / "dashboard-overview.png"))
+        await browser.close()
+    assert errors == []
