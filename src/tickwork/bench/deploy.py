@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import LiteralString
 
+from tickwork.config import DEFAULT_CONCURRENCY
 from tickwork.drivers import POSTGRES, backend_of
 from tickwork.drivers.sqlite.connection import path_from_url
 from tickwork.errors import ConfigError, StoreUnavailable
@@ -81,8 +82,8 @@ class Deployment:
     redis: str | None = None
     schedulers: int = 1
     workers: int = 2
-    concurrency: int = 64
-    log_level: str = "warning"
+    concurrency: int | None = None  # None: the processes' default, as a user starts them
+    log_level: str | None = None  # None: the processes' default
     keep: bool = False
     profile_dir: Path | None = None  # run each child under cProfile, writing here
     url: str = ""  # the database this run uses
@@ -104,9 +105,10 @@ class Deployment:
             procs: dict[str, object] = {"schedulers": self.schedulers, "workers": self.workers}
         else:
             procs = {"service": 1}
-        return {"kind": self.kind, **procs, "concurrency": self.concurrency,
+        return {"kind": self.kind, **procs,
+                "concurrency": self.concurrency or f"default ({DEFAULT_CONCURRENCY})",
                 "database": self.url.rsplit("@", 1)[-1], "redis": self.redis is not None,
-                "log_level": self.log_level}
+                "log_level": self.log_level or "default (info)"}
 
     # -- the database ------------------------------------------------------------------------
 
@@ -149,22 +151,23 @@ class Deployment:
     # -- the processes -----------------------------------------------------------------------
 
     def _argv(self, command: str, *extra: str) -> list[str]:
-        argv = [*TICKWORK, command, "--database", self.url, "--log-level", self.log_level,
-                *extra]
+        argv = [*TICKWORK, command, "--database", self.url, *extra]
+        if self.log_level is not None:
+            argv += ["--log-level", self.log_level]
         if self.redis is not None:
             argv += ["--redis", self.redis]
         return argv
 
     def plan(self) -> list[Child]:
-        queues = f"default:{self.concurrency}"
+        queues = [] if self.concurrency is None else ["--queues", f"default:{self.concurrency}"]
         logs = self.workdir / "logs"
         if not is_postgres(self.database):
-            return [Child("service", self._argv("run", "--no-api", "--queues", queues),
+            return [Child("service", self._argv("run", "--no-api", *queues),
                           logs / "service.log")]
         children = [Child("scheduler", self._argv("scheduler", "--scheduler-id",
                                                   f"bench-scheduler-{i}"),
                           logs / f"scheduler-{i}.log") for i in range(self.schedulers)]
-        children += [Child("worker", self._argv("worker", "--queues", queues, "--worker-id",
+        children += [Child("worker", self._argv("worker", *queues, "--worker-id",
                                                 f"bench-worker-{i}"),
                            logs / f"worker-{i}.log") for i in range(self.workers)]
         return children

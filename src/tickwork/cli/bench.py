@@ -33,6 +33,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     w1.add_argument("--jobs", type=_positive, default=20_000, help="how many (default 20000)")
     w1.add_argument("--timeout", type=_positive, default=300,
                     help="seconds after T to wait for the drain (default 300)")
+    w1.add_argument("--against", metavar="PEER", type=_executable,
+                    help="a peer's W1 script (e.g. ../shared/peers/pgqueuer-w1): run it and "
+                    "tickwork in turn, --rounds times, and print the ratio of the medians")
+    w1.add_argument("--rounds", type=_positive, default=2,
+                    help="with --against: rounds of the peer then tickwork (default 2)")
 
     w2 = workloads.add_parser("w2", help="a day in ten minutes: a compressed load profile "
                               "with spike minutes")
@@ -96,17 +101,24 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=_positive, default=2,
                    help="tickwork worker processes (PostgreSQL; default 2). SQLite is "
                    "single-process: one tickwork run does everything")
-    p.add_argument("--concurrency", type=_positive, default=64,
-                   help="concurrency of each worker's queue (default 64)")
-    p.add_argument("--process-log-level", default="warning",
-                   help="the processes' log level (default warning: at info, each run "
-                   "writes a log line, which costs throughput)")
+    p.add_argument("--concurrency", type=_positive,
+                   help="concurrency of each worker's queue (default: the processes' own "
+                   "default, as a user starts them)")
+    p.add_argument("--process-log-level",
+                   help="the processes' log level (default: their own, as a user starts them)")
     p.add_argument("--keep", action="store_true",
                    help="keep the database and the run's directory (record, logs)")
     p.add_argument("--profile", metavar="DIR", type=_absolute,
                    help="run each process under cProfile, writing DIR/<kind>-<n>.prof")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def _executable(text: str) -> Path:
+    path = Path(os.path.abspath(text))
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise argparse.ArgumentTypeError(f"{text} is not an executable file")
+    return path
 
 
 def _absolute(text: str) -> Path:
@@ -135,18 +147,33 @@ def _whole(text: str) -> int:
 
 
 async def run_bench(args: argparse.Namespace) -> int:
+    level = args.process_log_level
+    if level is not None and level.lower() not in ("debug", "info", "warning", "error"):
+        raise ValidationError("--process-log-level", "must be debug, info, warning or error")
+    if getattr(args, "against", None) is not None:
+        return await _run_against(args)
+    result = await _run_once(args)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        from tickwork.bench.report import table  # noqa: PLC0415  (loaded to run only)
+
+        sys.stdout.write(table(result))
+    return 0 if result["ok"] else 1
+
+
+async def _run_once(args: argparse.Namespace) -> dict[str, Any]:
+    """One deployment, one workload: its figures."""
     from tickwork.bench.deploy import Deployment  # noqa: PLC0415  (loaded to run only)
     from tickwork.bench.progress import Progress  # noqa: PLC0415
-    from tickwork.bench.report import table  # noqa: PLC0415
     from tickwork.bench.runner import bench_run, machine  # noqa: PLC0415
 
-    if args.process_log_level.lower() not in ("debug", "info", "warning", "error"):
-        raise ValidationError("--process-log-level", "must be debug, info, warning or error")
     workdir = Path(tempfile.mkdtemp(prefix="tickwork-bench-"))
+    level = args.process_log_level
     deployment = Deployment(
         database=args.database, workdir=workdir, redis=args.redis, schedulers=args.schedulers,
         workers=args.workers, concurrency=args.concurrency,
-        log_level=args.process_log_level.lower(), keep=args.keep,
+        log_level=None if level is None else level.lower(), keep=args.keep,
         profile_dir=args.profile)
     progress = Progress(args.workload.upper(), 1, enabled=not args.quiet)
     async with bench_run(deployment, progress=progress,
@@ -157,10 +184,25 @@ async def run_bench(args: argparse.Namespace) -> int:
     result["ok"] = all(result[k] == 0 for k in ("lost", "duplicated", "early"))
     if args.keep:
         result["kept"] = {"directory": str(workdir), "database": deployment.url}
+    return result
+
+
+async def _run_against(args: argparse.Namespace) -> int:
+    from tickwork.bench import against  # noqa: PLC0415  (loaded to run only)
+    from tickwork.bench.runner import machine  # noqa: PLC0415
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            sys.stderr.write(f"tickwork bench: {text}\n")
+
+    result = await against.interleaved(
+        args.rounds, lambda: against.run_peer(args.against, args.jobs),
+        lambda: _run_once(args), say)
+    result["machine"] = machine()
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        sys.stdout.write(table(result))
+        sys.stdout.write(against.table(result))
     return 0 if result["ok"] else 1
 
 
