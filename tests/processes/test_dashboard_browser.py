@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tickwork.config import Settings
+from tickwork.executors.base import ExecutorSettings
 from tickwork.runtime.embedded import EmbeddedService
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -34,7 +35,8 @@ def need_chromium() -> None:
 async def service(tmp_path: Path) -> AsyncIterator[EmbeddedService]:
     settings = Settings(database=f"sqlite:///{tmp_path}/ui.db", port=0, open_access=True,
                         planner_interval_seconds=0.2, planner_horizon_seconds=1,
-                        poll_interval_seconds=0.2, shutdown_grace_seconds=1)
+                        poll_interval_seconds=0.2, shutdown_grace_seconds=1,
+                        executors=ExecutorSettings(python_allowed_modules=("tickwork.cli.demo",)))
     svc = EmbeddedService(settings)
     await svc.start()
     yield svc
