@@ -19,7 +19,7 @@ def script(tmp_path: Path, body: str) -> Path:
 
 
 async def test_the_peers_result_line_is_read(tmp_path: Path) -> None:
-    peer = script(tmp_path, 'echo "noise"; echo "RESULT {\\"throughput\\": 5000.5, '
+    peer = script(tmp_path, 'echo "noise"; echo "[12:00:00 peer] RESULT {\\"throughput\\": 5000.5, '
                             '\\"create_rate\\": 30000, \\"n\\": $2, \\"lost\\": 0, \\"dup\\": 0}"')
     result = await run_peer(peer, 1234)
     assert result == {"throughput": 5000.5, "create_rate": 30000, "n": 1234, "lost": 0, "dup": 0}

@@ -39,7 +39,7 @@ def test_defaults() -> None:
     assert load_settings(env={}) == Settings()
     settings = Settings()
     assert settings.database == "sqlite:///tickwork.db"
-    assert settings.queues == (("default", 16),)
+    assert settings.queues == (("default", 64),)
     assert settings.executors == ExecutorSettings()
     settings.validate()
 
@@ -112,7 +112,7 @@ http_user_agent = "acme-scheduler"
 
 @pytest.mark.parametrize(("text", "expected"), [
     ('queues = "default:16,mail:4"', (("default", 16), ("mail", 4))),
-    ('queues = ["default:16", "mail"]', (("default", 16), ("mail", 16))),
+    ('queues = ["default:16", "mail"]', (("default", 16), ("mail", 64))),
     ("queues = {default = 16, mail = 4}", (("default", 16), ("mail", 4))),
 ])
 def test_queues_in_toml(tmp_path: Path, text: str, expected: tuple[tuple[str, int], ...]) -> None:
@@ -312,8 +312,8 @@ def test_bad_flags(flags: dict[str, object], message: str) -> None:
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("default:16,mail:4", (("default", 16), ("mail", 4))),
-    ("default", (("default", 16),)),
-    (" a : 2 , b ", (("a", 2), ("b", 16))),
+    ("default", (("default", 64),)),
+    (" a : 2 , b ", (("a", 2), ("b", 64))),
     ("mail.v2_x-y:10000", (("mail.v2_x-y", 10000),)),
 ])
 def test_parse_queues(text: str, expected: tuple[tuple[str, int], ...]) -> None:

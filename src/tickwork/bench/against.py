@@ -1,7 +1,7 @@
 """W1 against a peer, in one session: the peer's run and tickwork's, interleaved, and the ratio.
 
 The peer is a script that runs the same burst (``--n`` jobs due at one instant, 2 worker
-processes) and prints one line ``RESULT {json}`` with ``throughput`` (jobs/s from T to the
+processes) and prints a line holding ``RESULT {json}`` with ``throughput`` (jobs/s from T to the
 last start), ``create_rate``, ``lost`` and ``dup`` (``../shared/peers/pgqueuer-w1`` does).
 Rounds alternate, peer first, so both see the machine as it is in that minute; the ratio is
 of the medians.
@@ -38,8 +38,9 @@ async def run_peer(script: Path, jobs: int) -> dict[str, Any]:
         raise PeerFailed(f"{script} ran longer than {PEER_TIMEOUT_SECONDS:.0f}s") from None
     text = out.decode(errors="replace")
     for line in text.splitlines():
-        if line.startswith("RESULT "):
-            result: dict[str, Any] = json.loads(line.removeprefix("RESULT "))
+        _, found, rest = line.partition("RESULT {")  # after a "[time peer] " prefix, if any
+        if found:
+            result: dict[str, Any] = json.loads("{" + rest)
             return result
     raise PeerFailed(f"{script} printed no RESULT line (exit {proc.returncode}): "
                      f"{text.strip()[-500:]}")

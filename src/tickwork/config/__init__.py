@@ -52,7 +52,7 @@ __all__ = [
 
 CONFIG_FILE = "tickwork.toml"
 CONFIG_ENV = "TICKWORK_CONFIG"
-DEFAULT_CONCURRENCY = 16
+DEFAULT_CONCURRENCY = 64  # per queue of a worker: claims and completions batch up to this
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 # TICKWORK_* variables that are not settings: the config path, the secrets key (read only from
@@ -144,7 +144,7 @@ class Settings:
 
 
 def parse_queues(value: str) -> tuple[tuple[str, int], ...]:
-    """``"default:16,mail:4"`` as ``(("default", 16), ("mail", 4))``; a bare name gets 16."""
+    """``"default:16,mail:4"`` as ``(("default", 16), ("mail", 4))``; a bare name gets 64."""
     if not value.strip():
         raise ConfigError("queues", "must name at least one queue, e.g. 'default:16,mail:4'")
     queues: list[tuple[str, int]] = []
