@@ -122,6 +122,17 @@ def test_the_python_client_gets_a_validation_error() -> None:
             parse_job_document({**doc, "schedule": {"every": "1h"}, field: value})
 
 
+async def test_client_lookups_are_validation_errors(api: Api) -> None:
+    """Not an encoding error from the driver: every lookup by name and every listing filter."""
+    client = api.client
+    lookups = [client.get_job("\ud800"), client.pause_job("x\udc00"), client.trigger_job("\udfff"),
+               client.list_jobs(tag="\ud800"), client.list_jobs(name_contains="a\udc80"),
+               client.list_runs(job="\ud800")]
+    for lookup in lookups:
+        with pytest.raises(ValidationError, match=r"lone surrogate"):
+            await lookup
+
+
 @pytest.mark.parametrize(("stdin", "field"), [
     (JOB % (f'"{LONE}"', "1"), "name"),
     (JOB % ('"a"', '{"\\udc00": 1}'), "payload.body"),

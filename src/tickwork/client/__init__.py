@@ -32,6 +32,7 @@ from tickwork.document import (
     parse_job_document,
     to_spec,
 )
+from tickwork.document.fields import not_unicode
 from tickwork.drivers import open_driver
 from tickwork.drivers.admin import (
     AdminStore,
@@ -115,6 +116,14 @@ def create_params(specs: Iterable[JobSpec], now: datetime) -> Iterator[JobCreate
         yield JobCreateParams(spec=spec, next_run_at=known[1], now=now)
 
 
+def _check_texts(**fields: str | None) -> None:
+    """ValidationError naming the first of ``fields`` that is not valid Unicode text."""
+    for name, value in fields.items():
+        reason = None if value is None else not_unicode(value)
+        if reason is not None:
+            raise ValidationError(name, reason)
+
+
 class AsyncClient:
     def __init__(self, store: Store, *, clock: Clock | None = None,
                  on_change: Callable[[], None] | None = None,
@@ -196,12 +205,20 @@ class AsyncClient:
             self.policy.check(spec)
 
     async def get_job(self, ref: str) -> Job:
+        return await self._job(ref)
+
+    async def _job(self, ref: str) -> Job:
+        """By id or name; a ref that is not valid Unicode text is a ValidationError, as any
+        other bad input, never an encoding error from the driver."""
+        _check_texts(job=ref)
         return await self.store.job_get(ref)
 
     async def list_jobs(self, *, queue: str | None = None, tag: str | None = None,
                         kind: str | None = None, name_contains: str | None = None,
                         paused: bool | None = None, after_name: str | None = None,
                         limit: int = 100) -> list[Job]:
+        _check_texts(queue=queue, tag=tag, kind=kind, name_contains=name_contains,
+                     after_name=after_name)
         """Up to ``limit`` jobs by name, read in pages of the store's batch bound."""
         found: list[Job] = []
         while len(found) < limit:
@@ -216,7 +233,7 @@ class AsyncClient:
 
     async def update_job(self, ref: str, changes: Mapping[str, Any]) -> Job:
         """Change some fields of a job; the others keep their values."""
-        current = await self.store.job_get(ref)
+        current = await self._job(ref)
         spec = parse_job_document(changes, defaults=current.spec).spec
         if (spec.kind, spec.payload) != (current.spec.kind, current.spec.payload):
             self._check(spec)
@@ -233,13 +250,13 @@ class AsyncClient:
         return updated
 
     async def pause_job(self, ref: str) -> Job:
-        job = await self.store.job_get(ref)
+        job = await self._job(ref)
         return await self.store.job_set_paused(JobSetPausedParams(
             id=job.id, paused=True, next_run_at=job.next_run_at, now=self.clock.now()))
 
     async def resume_job(self, ref: str) -> Job:
         """Resume from now on: fire times that fell while paused are not made up."""
-        job = await self.store.job_get(ref)
+        job = await self._job(ref)
         now = self.clock.now()
         next_run = job.next_run_at
         if job.spec.schedule.type != "at":
@@ -251,7 +268,7 @@ class AsyncClient:
 
     async def trigger_job(self, ref: str) -> Occurrence:
         """Run the job now, once, outside its schedule (with an idempotency key of its own)."""
-        job = await self.store.job_get(ref)
+        job = await self._job(ref)
         now = self.clock.now()
         stored = await self.store.occurrence_insert(OccurrenceInsertParams(occurrences=[
             NewOccurrence(job_id=job.id, scheduled_at=now, due_at=now, queue=job.spec.queue,
@@ -263,19 +280,19 @@ class AsyncClient:
         return stored[0]
 
     async def delete_job(self, ref: str) -> None:
-        job = await self.store.job_get(ref)
+        job = await self._job(ref)
         await self.store.job_delete(JobDeleteParams(id=job.id, now=self.clock.now()))
 
     async def preview(self, job: JobInput | str, n: int = 5,
                       after: datetime | None = None) -> list[datetime]:
-        spec = (await self.store.job_get(job)).spec if isinstance(job, str) else to_spec(job)
+        spec = (await self._job(job)).spec if isinstance(job, str) else to_spec(job)
         return preview(compile_schedule(spec.schedule), after or self.clock.now(), n)
 
     async def backfill(self, ref: str, since: datetime, until: datetime, *,
                        limit: int = MAX_BATCH) -> Backfill:
         """Occurrences for each fire time in ``[since, until)``, due now, with trigger
         ``backfill``. Idempotent: a fire time that already has an occurrence keeps it."""
-        job = await self.store.job_get(ref)
+        job = await self._job(ref)
         now = self.clock.now()
         if since >= until:
             raise ValidationError("until", "must be after 'from'")
@@ -309,7 +326,7 @@ class AsyncClient:
 
     async def job_status(self, ref: str, last_n: int = 100) -> tuple[Job, JobStatus]:
         """The job and how it has been doing over its last ``last_n`` finished runs."""
-        job = await self.store.job_get(ref)
+        job = await self._job(ref)
         status = await self.admin.job_status_get(
             JobStatusParams(job_id=job.id, now=self.clock.now(), last_n=last_n))
         return job, status
@@ -346,7 +363,7 @@ class AsyncClient:
                         newest_first: bool = True) -> list[Occurrence]:
         """Up to ``limit`` runs, read in pages of the store's batch bound; ``before`` is the
         (scheduled_at, job_id) of the row the listing continues after."""
-        job_id = (await self.store.job_get(job)).id if job else None
+        job_id = (await self._job(job)).id if job else None
         found: list[Occurrence] = []
         while len(found) < limit:
             want = min(limit - len(found), MAX_BATCH)
@@ -360,7 +377,7 @@ class AsyncClient:
         return found
 
     async def get_run(self, job: str, scheduled_at: datetime) -> tuple[Occurrence, list[Attempt]]:
-        job_id = (await self.store.job_get(job)).id
+        job_id = (await self._job(job)).id
         occurrence = await self.store.occurrence_get(job_id, scheduled_at)
         return occurrence, await self.store.attempt_list(job_id, scheduled_at)
 
