@@ -8,6 +8,8 @@ by ``sys.modules[name] = None``, which makes importing it fail as if it were not
 
 from __future__ import annotations
 
+import asyncio
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -98,3 +100,36 @@ def test_a_missing_extra_is_one_line_naming_it(tmp_path: Path, blocked: str,
         assert tickwork(tmp_path, "migrate")[0] == 0
     code, out, err = tickwork(tmp_path, *args, blocked=blocked)
     assert (code, out, err) == (2, "", expected)
+
+
+@pytest.mark.slow
+async def test_a_worker_runs_a_job_module_from_the_working_directory(
+        tmp_path: Path, postgres_url: str) -> None:
+    """As ``tickwork run``: a python job's module in the project folder imports in a worker
+    started as the installed script, whose own folder is what Python puts on sys.path."""
+    write_project(tmp_path)
+    env = env_for(tmp_path, TICKWORK_DATABASE_URL=postgres_url,
+                  TICKWORK_PYTHON_ALLOWED_MODULES="myapp")
+    env.pop("PYTHONPATH", None)
+    doc = ('{"name": "ping", "schedule": {"every": "1d"}, "kind": "python", '
+           '"payload": {"callable": "myapp.jobs:ping"}}')
+    for args, stdin in ((("jobs", "create", "--json", "-"), doc), (("jobs", "trigger", "ping"),
+                                                                   None)):
+        done = subprocess.run([*TICKWORK, *args], env=env, cwd=tmp_path, input=stdin,
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+    worker = await asyncio.create_subprocess_exec(
+        *TICKWORK, "worker", env=env, cwd=tmp_path, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE)
+    assert worker.stderr is not None
+    seen: list[str] = []
+    try:
+        async with asyncio.timeout(30):
+            while line := (await worker.stderr.readline()).decode():
+                seen.append(line)
+                if "ping @" in line:
+                    break
+    finally:
+        worker.terminate()
+        await worker.wait()
+    assert any(re.search(r"ping @ \S+ attempt 1: success", line) for line in seen), seen

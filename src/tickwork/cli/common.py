@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import os
 import sys
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -87,3 +90,29 @@ def check_limit(limit: int) -> None:
     """--limit of a listing: any number of rows from 1 (the listing reads them in pages)."""
     if limit < 1:
         raise ValidationError("--limit", f"must be at least 1 (got {limit})")
+
+
+def working_directory_on_path() -> str:
+    """Put the working directory first on ``sys.path``, as uvicorn and celery do: a python
+    job's module in the project folder imports as it does under ``python -m`` (the
+    ``tickwork`` script's own folder is what Python puts there)."""
+    here = os.getcwd()
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    return here
+
+
+def import_modules(modules: Sequence[str]) -> None:
+    """Import the --import modules, finding them in the working directory first as uvicorn and
+    celery do (the ``tickwork`` script's own folder is what Python puts on ``sys.path``).
+    A module that cannot be imported is one line naming it, not a traceback."""
+    here = working_directory_on_path()
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            raise ValidationError("--import", f"cannot import {name}: {exc} (looked in "
+                                  f"{here} and the installed packages)") from None
+        except Exception as exc:  # the user's module may raise anything
+            raise ValidationError("--import", f"importing {name} failed: "
+                                  f"{type(exc).__name__}: {exc}") from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from tickwork.cli.common import add_store_options, settings_from
+from tickwork.cli.common import add_store_options, settings_from, working_directory_on_path
 from tickwork.config import Settings
 from tickwork.runtime.client import load_extra
 
@@ -79,6 +79,7 @@ async def run_worker(args: argparse.Namespace) -> int:
 
     if args.log_level is None:
         logging.getLogger().setLevel(logging.INFO)
+    working_directory_on_path()  # python jobs' modules in the project folder import
     worker = WorkerProcess(settings)
     await worker.run_until_signalled()
     worker.exit_now_if_threads_abandoned()

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
-import os
-import sys
-from collections.abc import Sequence
 
 from tickwork.cli.api import add_serve_options
-from tickwork.cli.common import add_store_options, settings_from
+from tickwork.cli.common import add_store_options, import_modules, settings_from
 from tickwork.cli.demo import DEMO_JOBS
 from tickwork.drivers import open_driver
-from tickwork.errors import ValidationError
 from tickwork.runtime.client import load_extra
 from tickwork.runtime.embedded import EmbeddedService
 
@@ -63,26 +58,6 @@ async def run_service(args: argparse.Namespace) -> int:
     await service.run_until_signalled()
     service.exit_now_if_threads_abandoned()
     return 0
-
-
-def import_modules(modules: Sequence[str]) -> None:
-    """Import the --import modules, finding them in the working directory first as uvicorn and
-    celery do (the ``tickwork`` script's own folder is what Python puts on ``sys.path``).
-    A module that cannot be imported is one line naming it, not a traceback."""
-    if not modules:
-        return
-    here = os.getcwd()
-    if here not in sys.path:
-        sys.path.insert(0, here)
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            raise ValidationError("--import", f"cannot import {name}: {exc} (looked in "
-                                  f"{here} and the installed packages)") from None
-        except Exception as exc:  # the user's module may raise anything
-            raise ValidationError("--import", f"importing {name} failed: "
-                                  f"{type(exc).__name__}: {exc}") from None
 
 
 async def run_migrate(args: argparse.Namespace) -> int:
