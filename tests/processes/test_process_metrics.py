@@ -19,7 +19,7 @@ from redis.asyncio import Redis
 from test_postgres_processes import Proc, create, next_second, record_doc
 
 from tickwork.api.process import create_process_app
-from tickwork.config import Settings, load_settings, parse_address
+from tickwork.config import DEFAULT_CONCURRENCY, Settings, load_settings, parse_address
 from tickwork.drivers.redis.keys import Keyspace
 from tickwork.errors import ConfigError
 from tickwork.metrics import DispatchMode, Metrics
@@ -231,7 +231,7 @@ async def test_worker_and_scheduler_show_redis_degraded_and_redis_again(
         assert sample(text, 'tickwork_claim_batches_total{queue="default"}') == 1
         assert sample(text, 'tickwork_attempt_duration_seconds_count{kind="python",'
                             'result="success"}') == 1
-        assert sample(text, 'tickwork_worker_concurrency{queue="default"}') == 16
+        assert sample(text, 'tickwork_worker_concurrency{queue="default"}') == DEFAULT_CONCURRENCY
         assert sample(text, "tickwork_redis_reclaimed_total") == 0
         assert "tickwork_occurrences{" not in text  # store-wide figures are the API's
 
