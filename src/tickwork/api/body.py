@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tickwork.api.errors import HttpProblem, problem_response
-from tickwork.document.fields import check_text
+from tickwork.document.text import check_text
 from tickwork.errors import ValidationError
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from tickwork.client import AsyncClient
-from tickwork.document.fields import plain_text
+from tickwork.document.text import plain_text
 from tickwork.errors import ValidationError
 from tickwork.metrics import Metrics
 

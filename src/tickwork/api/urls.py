@@ -13,7 +13,7 @@ from urllib.parse import unquote_to_bytes
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tickwork.api.errors import problem_response
-from tickwork.document.fields import not_unicode
+from tickwork.document.text import not_unicode
 
 REASON = "must be UTF-8 text once percent-decoded"
 

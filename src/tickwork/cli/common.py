@@ -15,7 +15,7 @@ from typing import Any
 from tickwork.client import AsyncClient
 from tickwork.config import Settings, load_settings
 from tickwork.document import parse_instant
-from tickwork.document.fields import check_text
+from tickwork.document.text import check_text
 from tickwork.errors import ValidationError
 from tickwork.runtime.client import client_for
 

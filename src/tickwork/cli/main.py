@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from tickwork import __version__
 from tickwork.cli import api, bench, distributed, jobs, runs, secrets, service
-from tickwork.document.fields import not_unicode
+from tickwork.document.text import not_unicode
 from tickwork.errors import Conflict, NotMigrated, StoreUnavailable, TickworkError, ValidationError
 
 EXIT_INPUT = 2

@@ -32,7 +32,7 @@ from tickwork.document import (
     parse_job_document,
     to_spec,
 )
-from tickwork.document.fields import not_unicode
+from tickwork.document.text import not_unicode
 from tickwork.drivers import open_driver
 from tickwork.drivers.admin import (
     AdminStore,

@@ -27,15 +27,12 @@ from tickwork.document.fields import (
     QUEUE_NAME_RULE,
     SELF_CHECKED,
     TAG_RULE,
-    check_strings,
     compiled_schedule,
     fmt,
-    got,
-    is_plain,
     parse_instant,
-    plain_text,
     unknown,
 )
+from tickwork.document.text import check_strings, got, is_plain, plain_text
 from tickwork.errors import ValidationError
 from tickwork.executors import validate_payload
 from tickwork.models import Delivery, JobSpec, Overlap, RetryPolicy, ScheduleSpec, rfc3339

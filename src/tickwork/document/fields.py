@@ -16,7 +16,7 @@ import marshal
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from functools import lru_cache, wraps
 from json.encoder import (  # type: ignore[attr-defined]  # c_make_encoder: not in the stubs
@@ -25,6 +25,7 @@ from json.encoder import (  # type: ignore[attr-defined]  # c_make_encoder: not 
 )
 from typing import Any, Literal, TypeVar
 
+from tickwork.document.text import check_strings, got, is_plain
 from tickwork.errors import ValidationError
 from tickwork.models import KINDS, Delivery, Overlap, RetryPolicy, ScheduleSpec, rfc3339
 from tickwork.schedules import Schedule, compile_schedule, load_zone, parse_duration
@@ -38,7 +39,6 @@ MAX_ATTEMPTS_RANGE = (1, 100)
 TIMEOUT_MAX_SECONDS = 86400.0
 JITTER_MAX_SECONDS = 3600.0
 EVERY_MIN_SECONDS = 1.0
-MAX_DEPTH = 64
 MEMO_SIZE = 4096  # distinct schedules, retry policies and payloads remembered (then forgotten)
 MEMO_PAYLOAD_CHARS = 4096  # larger payloads are checked each time rather than kept
 
@@ -68,11 +68,9 @@ _PAYLOAD_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators
 # ids per call): the document's nesting is bounded (check_strings) before its payload is encoded.
 _PAYLOAD_ENCODE = None if c_make_encoder is None else c_make_encoder(
     None, _PAYLOAD_JSON.default, encode_basestring, None, ":", ",", False, False, False)
-_SCALARS = (int, float, bool)
 # A lone surrogate (U+D800 to U+DFFF) is not text: JSON's "\ud800" escape makes one, and so does
 # Python's surrogateescape for bytes that are not UTF-8, but no encoding can write it (not the
 # store's, the wire's or a terminal's). ``isascii()`` is O(1), so ASCII text skips the search.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _Parser = Callable[[object, str], Any]
 V = TypeVar("V")
@@ -333,94 +331,6 @@ def unknown(key: object, known: Iterable[str], parent: str) -> ValidationError:
     return ValidationError(parent, f"unknown field {text!r}{hint}")
 
 
-def plain_text(text: str) -> bool:
-    """No NUL and no lone surrogate: text every store, wire and terminal can carry."""
-    return "\x00" not in text and (text.isascii() or _SURROGATE.search(text) is None)
-
-
-def not_unicode(text: str) -> str | None:
-    """Why ``text`` is not valid Unicode text (the lone surrogate it holds), or None."""
-    found = None if text.isascii() else _SURROGATE.search(text)
-    if found is None:
-        return None
-    return f"must be valid Unicode text (it holds the lone surrogate U+{ord(found.group()):04X})"
-
-
-def check_text(value: object, field: str) -> None:
-    """ValidationError naming the first string or object key, anywhere in a JSON value, that
-    is not valid Unicode text. Walks with its own stack: any depth json.loads returns."""
-    stack: list[tuple[object, str]] = [(value, field)]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, str):
-            reason = not_unicode(item)
-            if reason is not None:
-                raise ValidationError(path, reason)
-        elif isinstance(item, Mapping):
-            children: list[tuple[object, str]] = []
-            for key, child in item.items():
-                reason = not_unicode(key) if isinstance(key, str) else None
-                if reason is not None:
-                    raise ValidationError(path, f"object keys {reason}")
-                children.append((child, f"{path}.{key}" if path else str(key)))
-            stack.extend(reversed(children))  # document order: the first problem is raised
-        elif isinstance(item, list | tuple):
-            stack.extend(reversed([(child, f"{path}[{index}]")
-                                   for index, child in enumerate(item)]))
-
-
-def is_plain(value: object, depth: int = 0) -> bool:
-    """True when ``check_strings`` would accept ``value``: the usual dicts, lists and scalars,
-    walked without building a path for every item. False means "let check_strings decide"."""
-    if type(value) is str:
-        return plain_text(value) and depth <= MAX_DEPTH
-    children: Collection[object] | None
-    if type(value) is dict:
-        children = value.values() if _plain_keys(value) else None
-    elif type(value) is list:
-        children = value
-    else:
-        return depth <= MAX_DEPTH and (value is None or type(value) in _SCALARS)
-    if children is None or depth > MAX_DEPTH or (depth == MAX_DEPTH and children):
-        return False
-    for child in children:
-        if not (plain_text(child) if type(child) is str else is_plain(child, depth + 1)):
-            return False
-    return True
-
-
-def _plain_keys(obj: dict[Any, Any]) -> bool:
-    try:
-        return plain_text("".join(obj))
-    except TypeError:  # a key that is not a string
-        return False
-
-
-def check_strings(value: object, field: str, depth: int) -> None:
-    """No NUL or lone surrogate in any string or key, keys are strings, nesting is bounded."""
-    if depth > MAX_DEPTH:
-        raise ValidationError(field, f"is nested more than {MAX_DEPTH} levels deep")
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise ValidationError(field, "must not contain NUL characters")
-        reason = not_unicode(value)
-        if reason is not None:
-            raise ValidationError(field, reason)
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise ValidationError(field, f"object keys must be strings ({got(key)})")
-            if "\x00" in key:
-                raise ValidationError(field, "object keys must not contain NUL characters")
-            reason = not_unicode(key)
-            if reason is not None:
-                raise ValidationError(field, f"object keys {reason}")
-            check_strings(item, f"{field}.{key}", depth + 1)
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            check_strings(item, f"{field}[{index}]", depth + 1)
-
-
 def mapping(value: object, field: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ValidationError(field, f"must be an object ({got(value)})")
@@ -482,20 +392,6 @@ def choice(value: object, field: str, choices: tuple[str, ...]) -> str:
         close = difflib.get_close_matches(value, choices, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
     raise ValidationError(field, f"must be one of {', '.join(choices)} ({got(value)}{hint})")
-
-
-def got(value: object) -> str:
-    """``got 'text'``, ``got 3.5``, ``got true``, ``got null``, ``got an array``."""
-    if isinstance(value, str):
-        return f"got {value if len(value) <= 40 else value[:37] + '...'!r}"
-    if isinstance(value, bool | int | float) or value is None:
-        shown = json.dumps(value)  # true, null, 1.5; a huge integer is cut short
-        return f"got {shown if len(shown) <= 40 else shown[:37] + '...'}"
-    if isinstance(value, Mapping):
-        return "got an object"
-    if isinstance(value, list | tuple):
-        return "got an array"
-    return f"got a {type(value).__name__}"
 
 
 def fmt(amount: float) -> str:
