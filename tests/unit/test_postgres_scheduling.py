@@ -62,15 +62,19 @@ async def test_schedulers_share_the_shards_and_take_over_a_dead_ones(
     assert len(a.held) + len(b.held) + len(c.held) == 64  # no shard held twice
 
     # c dies (no more renewals). Within the lease its shards stay its own; after it, the two
-    # survivors take them over.
+    # survivors take them over, and say so at once (their planners plan them now).
+    gains: list[str] = []
+    a.on_gained, b.on_gained = (lambda: gains.append("a")), (lambda: gains.append("b"))
     dead = c.held
     clock.advance(6)
     for lsr in (a, b):
         await lsr.run_once(clock.now())
     assert not (a.held | b.held) & dead
+    assert gains == []  # renewals alone take nothing new
     clock.advance(5)  # c's leases have expired
     for lsr in (a, b, a, b):
         await lsr.run_once(clock.now())
+    assert set(gains) == {"a", "b"}
     assert a.held | b.held == frozenset(range(64))
     assert (len(a.held), len(b.held)) == (32, 32)
     assert c.shards() == frozenset(), "a scheduler whose leases lapsed plans nothing"

@@ -45,7 +45,8 @@ class SchedulerProcess(Process):
         # Shard leases are short and renewed every third of their length, apart from the
         # run leases (sized for jobs): a killed scheduler's shards move within seconds.
         self.leaser = ShardLeaser(store=self.postgres, clock=self.clock, owner=self.id,
-                                  lease_seconds=s.shard_lease_seconds)
+                                  lease_seconds=s.shard_lease_seconds,
+                                  on_gained=self._plan_now)
         self.planner = assemble.planner(s, store=self.store, clock=self.clock,
                                         metrics=self.metrics, redis=self.redis,
                                         shards=self.leaser.shards)
@@ -75,6 +76,10 @@ class SchedulerProcess(Process):
         log.info("tickwork scheduler is running: database %s, scheduler %s, %d of %d shards%s",
                  safe_url(self.settings.database), self.id, len(self.leaser.held),
                  await self.postgres.shard_count(), ", dispatch redis" if self.redis else "")
+
+    def _plan_now(self) -> None:
+        """The leaser took shards: plan their jobs now, not at the planner's next pass."""
+        self.planner.wake()
 
     def _redis_loops(self) -> tuple[Loop, ...]:
         return self.redis.loops() if self.redis is not None else ()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from tickwork.clock import Clock
@@ -29,7 +30,10 @@ class ShardLeaser(Loop):
     name = "shards"
 
     def __init__(self, *, store: ShardLeaseStore, clock: Clock, owner: str | None = None,
-                 lease_seconds: float = 5.0, interval_seconds: float | None = None) -> None:
+                 lease_seconds: float = 5.0, interval_seconds: float | None = None,
+                 on_gained: Callable[[], None] | None = None) -> None:
+        """``on_gained``: told when a pass takes shards this scheduler did not hold (the
+        planner's wake, so a dead scheduler's jobs are planned now, not at the next tick)."""
         interval = lease_seconds / 3 if interval_seconds is None else interval_seconds
         if not 0 < interval < lease_seconds:
             raise ValueError(f"interval_seconds ({interval}) must be greater than 0 and less "
@@ -38,6 +42,7 @@ class ShardLeaser(Loop):
         self.store = store
         self.owner = owner or f"scheduler-{uuid.uuid4().hex[:8]}"
         self.lease_seconds = lease_seconds
+        self.on_gained = on_gained
         self.held: frozenset[int] = frozenset()
         self._valid_until: datetime | None = None
 
@@ -51,9 +56,12 @@ class ShardLeaser(Loop):
         held = frozenset(await self.store.shard_lease_renew(
             ShardLeaseParams(owner=self.owner, now=now, lease_seconds=self.lease_seconds)))
         self._valid_until = now + timedelta(seconds=self.lease_seconds)
+        gained = bool(held - self.held)
         if held != self.held:
             log.info("%s now holds %d shards (%s)", self.owner, len(held), _ranges(held))
         self.held = held
+        if gained and self.on_gained is not None:
+            self.on_gained()
         return held
 
     async def tick(self, now: datetime) -> bool:
