@@ -19,9 +19,9 @@ import threading
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from tickwork.drivers.admin import QueueInfo
+from tickwork.drivers.base import Completion
 from tickwork.models import Claim
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -130,10 +130,10 @@ class Metrics:
         self.repairs = 0
         self.dispatch: DispatchMode | None = None  # set by a process that claims
 
-    def attempt_finished(self, claim: Claim, result: object, started: datetime,
-                         finished: datetime) -> None:
-        """The worker pool's on_finished: one attempt ran from ``started`` to ``finished``."""
+    def attempt_finished(self, claim: Claim, result: object, completion: Completion) -> None:
+        """The worker pool's on_finished: one attempt ran, with ``result``."""
         occ = claim.occurrence
+        started, finished = completion.started_at, completion.finished_at
         outcome = _OUTCOMES.get(type(result)) or _OUTCOMES.setdefault(
             type(result), type(result).__name__.lower())
         key, by_queue = (claim.job.spec.kind, outcome), (occ.queue, outcome)

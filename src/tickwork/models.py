@@ -186,7 +186,12 @@ def utc(dt: datetime) -> datetime:
 
 def rfc3339(dt: datetime) -> str:
     """RFC 3339 in UTC with a ``Z``, microseconds only when present."""
-    dt = utc(dt)
+    if dt.tzinfo is not UTC:
+        dt = utc(dt)
+    # isoformat leaves out a zero microsecond as the format asks, at half strftime's cost
+    # (one key per claimed occurrence); it zero-pads years before 1000, strftime does not.
+    if dt.year >= 1000:
+        return dt.isoformat()[:-6] + "Z"  # without "+00:00"
     if dt.microsecond:
         return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return dt.strftime("%Y-%m-%dT%H:%M:%SZ")

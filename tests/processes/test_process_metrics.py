@@ -218,7 +218,7 @@ async def test_worker_and_scheduler_show_redis_degraded_and_redis_again(
         assert not w.endswith(":0")
 
         await create(jobs_env, [one_off("first", path)])
-        await worker.wait_for(r"first @ \S+ attempt 1: success")
+        await worker.wait_for(r"first @ \S+ attempt 1: succeeded")
         text, health = await scrape(w)
         assert health.status_code == 200
         assert health.json() == {"status": "ok", "role": "worker", "mode": "redis",
@@ -259,7 +259,7 @@ async def test_worker_and_scheduler_show_redis_degraded_and_redis_again(
         assert sample(text, 'tickwork_dispatch_mode{mode="degraded"}') == 1
 
         await create(jobs_env, [one_off("second", path)])  # runs on the store's path
-        await worker.wait_for(r"second @ \S+ attempt 1: success")
+        await worker.wait_for(r"second @ \S+ attempt 1: succeeded")
         text, _ = await scrape(w)
         assert sample(text, 'tickwork_attempts_total{queue="default",result="success"}') == 2
 
@@ -312,7 +312,7 @@ async def test_run_with_redis_dispatches_through_it_and_shows_the_mode(
         assert "dispatch redis" in "\n".join(service.lines)
         api = (await service.wait_for(r"dashboard: (http://\S+)/dashboard/")).group(1)
         await create(env, [one_off("via-redis", path)])
-        await service.wait_for(r"via-redis @ \S+ attempt 1: success")
+        await service.wait_for(r"via-redis @ \S+ attempt 1: succeeded")
         text, health = await scrape(api)
         assert health.json() == {"status": "ok", "store": "ok", "mode": "redis"}
         assert sample(text, 'tickwork_dispatch_mode{mode="redis"}') == 1

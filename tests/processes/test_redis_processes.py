@@ -271,7 +271,7 @@ async def test_d_redis_unreachable_degraded_mode_nothing_lost_or_doubled(
 async def test_e_kill_9_of_a_worker_mid_batch_its_entries_are_reclaimed(
         tmp_path: Path, postgres_url: str, private_redis: PrivateRedis) -> None:
     async def kill(procs: list[Proc]) -> None:
-        await procs[1].wait_for(r"slow-\d+ @ \S+ attempt 1: success", timeout=15)
+        await procs[1].wait_for(r"slow-\d+ @ \S+ attempt 1: succeeded", timeout=15)
         procs[1].kill9()  # mid-batch: runs in flight, entries pending in its name
 
     lines, twice, procs = await _fault_run(

@@ -55,8 +55,8 @@ async def test_kill_9_and_restart_lose_nothing_that_was_due(tmp_path: Path) -> N
     ])
     first = await Service(env, "--worker-id", "first").start()
     try:
-        await first.wait_for(r"strict @ \S+ attempt 1: success")
-        await first.wait_for(r"strict @ \S+ attempt 1: success")  # slow is mid-run now
+        await first.wait_for(r"strict @ \S+ attempt 1: succeeded")
+        await first.wait_for(r"strict @ \S+ attempt 1: succeeded")  # slow is mid-run now
         first.kill9()
         killed_at = datetime.now(UTC)
         await asyncio.sleep(5)  # the outage itself
@@ -65,9 +65,9 @@ async def test_kill_9_and_restart_lose_nothing_that_was_due(tmp_path: Path) -> N
 
     second = await Service(env, "--worker-id", "second").start()
     try:
-        await second.wait_for(r"slow @ \S+ attempt 2: success")
+        await second.wait_for(r"slow @ \S+ attempt 2: succeeded")
         for _ in range(3):  # caught up: strict runs on time again
-            await second.wait_for(r"strict @ \S+ attempt 1: success")
+            await second.wait_for(r"strict @ \S+ attempt 1: succeeded")
         second.terminate()
         assert await second.exit_code() == 0
     finally:
@@ -129,11 +129,11 @@ async def test_sigterm_lets_running_jobs_finish(tmp_path: Path) -> None:
     ])
     service = await Service(env).start()
     try:
-        await service.wait_for(r"beat @ \S+ attempt 1: success")
-        await service.wait_for(r"beat @ \S+ attempt 1: success")  # long is mid-run now
+        await service.wait_for(r"beat @ \S+ attempt 1: succeeded")
+        await service.wait_for(r"beat @ \S+ attempt 1: succeeded")  # long is mid-run now
         service.terminate()
         await service.wait_for(r"waiting up to 30s for 1 running attempts")
-        await service.wait_for(r"long @ \S+ attempt 1: success")
+        await service.wait_for(r"long @ \S+ attempt 1: succeeded")
         assert await service.exit_code() == 0
     finally:
         await service.close()
@@ -152,8 +152,8 @@ async def test_sigterm_past_the_grace_period_releases_without_charging(tmp_path:
     ])
     service = await Service(env).start()
     try:
-        await service.wait_for(r"beat @ \S+ attempt 1: success")
-        await service.wait_for(r"beat @ \S+ attempt 1: success")
+        await service.wait_for(r"beat @ \S+ attempt 1: succeeded")
+        await service.wait_for(r"beat @ \S+ attempt 1: succeeded")
         service.terminate()
         await service.wait_for(r"released 1 unfinished attempts without charging them")
         assert await service.exit_code() == 0
@@ -166,7 +166,7 @@ async def test_sigterm_past_the_grace_period_releases_without_charging(tmp_path:
 
     again = await Service(env).start()
     try:
-        await again.wait_for(r"too-long @ \S+ attempt 1: success")
+        await again.wait_for(r"too-long @ \S+ attempt 1: succeeded")
         again.terminate()
         assert await again.exit_code() == 0
     finally:

@@ -188,7 +188,7 @@ class Deployment:
             if self.profile_dir is not None:
                 self.profile_dir.mkdir(parents=True, exist_ok=True)
                 out = self.profile_dir / f"{child.kind}-{n}.prof"
-                argv = [sys.executable, "-m", "cProfile", "-o", str(out), *argv[1:]]
+                argv = [sys.executable, "-m", "tickwork.bench.cpuprofile", str(out), *argv[1:]]
             with child.log.open("wb") as log:
                 child.proc = await asyncio.create_subprocess_exec(
                     *argv, env=env, stdin=asyncio.subprocess.DEVNULL,

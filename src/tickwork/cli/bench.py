@@ -109,7 +109,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep", action="store_true",
                    help="keep the database and the run's directory (record, logs)")
     p.add_argument("--profile", metavar="DIR", type=_absolute,
-                   help="run each process under cProfile, writing DIR/<kind>-<n>.prof")
+                   help="run each process under a CPU-time sampling profiler, writing "
+                   "DIR/<kind>-<n>.prof (collapsed stacks) and .prof.top")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress output")
 

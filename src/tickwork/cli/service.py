@@ -49,7 +49,8 @@ async def run_service(args: argparse.Namespace) -> int:
         open_access = True  # the README's first command shows the dashboard without a token
     settings = settings_from(args, queues=args.queues, demo=args.demo, worker_id=args.worker_id,
                              host=args.host, port=args.port, open_access=open_access,
-                             api_enabled=args.api_enabled)
+                             api_enabled=args.api_enabled,
+                             log_each_run=True if args.demo else None)
     if settings.redis:
         load_extra("tickwork.drivers.redis.dispatch", "redis", "dispatching through Redis")
     import_modules(args.imports)

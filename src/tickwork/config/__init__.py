@@ -94,6 +94,7 @@ class Settings:
     shard_lease_seconds: float = 5.0
     max_deliveries: int = 5  # Redis: deliveries of one stream entry before it is dead-lettered
     log_level: str = "info"
+    log_each_run: bool = False  # a line per finished attempt; else failures and a summary
     executors: ExecutorSettings = field(default_factory=ExecutorSettings)
     demo: bool = False
     api_enabled: bool = True  # `tickwork run` serves the API and dashboard on host:port
@@ -212,6 +213,7 @@ _SETTING_KINDS: dict[str, _Kind] = {
     "shard_lease_seconds": "seconds",
     "max_deliveries": "int",
     "log_level": "str",
+    "log_each_run": "bool",
     "demo": "bool",
     "api_enabled": "bool",
     "open_access": "bool",

@@ -20,13 +20,11 @@ from tickwork.drivers.base import Store
 from tickwork.executors import build_executors
 from tickwork.executors.base import Executor, ExecutorSettings
 from tickwork.metrics import Metrics
-from tickwork.models import Claim
-from tickwork.outcomes import Result
 from tickwork.scheduler.planner import Planner
 from tickwork.scheduler.rescuer import Rescuer
 from tickwork.secrets import SecretResolver, resolver_for
 from tickwork.worker.pool import WorkerPool
-from tickwork.worker.runlog import log_run
+from tickwork.worker.runlog import RunLog
 from tickwork.worker.sources import ClaimSource
 
 if TYPE_CHECKING:
@@ -56,16 +54,6 @@ def worker_id(settings: Settings) -> str:
     return settings.worker_id or f"worker-{uuid.uuid4().hex[:8]}"
 
 
-def finished_hook(metrics: Metrics) -> Callable[[Claim, Result, datetime, datetime], None]:
-    """Counts each finished attempt and logs it in one line."""
-
-    def finished(claim: Claim, result: Result, started: datetime, ended: datetime) -> None:
-        metrics.attempt_finished(claim, result, started, ended)
-        log_run(claim, result, started, ended)
-
-    return finished
-
-
 def redis_claim_source(settings: Settings, *, store: Store, dispatch: RedisDispatch,
                        clock: Clock, worker: str, metrics: Metrics,
                        on_lost: Callable[[str], None] | None = None) -> RedisClaimSource:
@@ -89,7 +77,8 @@ def worker_pool(settings: Settings, *, store: Store, clock: Clock,
         store=store, clock=clock, executors=executors, queues=s.queues, worker_id=worker,
         lease_seconds=s.lease_seconds, heartbeat_seconds=s.heartbeat_seconds,
         poll_interval_seconds=s.poll_interval_seconds,
-        shutdown_grace_seconds=s.shutdown_grace_seconds, on_finished=finished_hook(metrics),
+        shutdown_grace_seconds=s.shutdown_grace_seconds, on_finished=metrics.attempt_finished,
+        run_log=RunLog(each=s.log_each_run),
         on_claimed=metrics.claimed, source=source)
 
 

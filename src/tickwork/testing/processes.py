@@ -20,6 +20,7 @@ def env_for(tmp: Path, **extra: str) -> dict[str, str]:
         "TICKWORK_DATABASE_URL": f"sqlite:///{tmp}/tickwork.db",
         "TICKWORK_PYTHON_ALLOWED_MODULES": "tickwork.testing",
         "PYTHONUNBUFFERED": "1",
+        "TICKWORK_LOG_EACH_RUN": "true",  # tests wait for a run's own log line
         **extra,
     })
     return env

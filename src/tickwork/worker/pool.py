@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 
 from tickwork.clock import Clock, wait_event
 from tickwork.drivers.base import (
+    Completion,
     LeaseRef,
     OccurrenceHeartbeatParams,
     OccurrenceReleaseParams,
@@ -32,6 +33,7 @@ from tickwork.outcomes import Fail, Result, TimedOut
 from tickwork.worker.completer import Completer
 from tickwork.worker.failpoints import failpoint
 from tickwork.worker.outcomes import decide
+from tickwork.worker.runlog import RunLog
 from tickwork.worker.sources import ClaimSource, SqlClaimSource
 
 log = logging.getLogger("tickwork.worker")
@@ -80,12 +82,14 @@ class WorkerPool:
         poll_interval_seconds: float = 1.0,
         shutdown_grace_seconds: float = 30.0,
         rng: random.Random | None = None,
-        on_finished: Callable[[Claim, Result, datetime, datetime], None] | None = None,
+        on_finished: Callable[[Claim, Result, Completion], None] | None = None,
         on_claimed: Callable[[str, int], None] | None = None,
         source: ClaimSource | None = None,
+        run_log: RunLog | None = None,
     ) -> None:
         """``source``: where claims come from (default: the store, ``SqlClaimSource``).
-        ``on_claimed``: told the queue and count of each batch claimed (metrics)."""
+        ``on_claimed``: told the queue and count of each batch claimed (metrics).
+        ``run_log``: logs failures as they happen and a summary a minute (default: one)."""
         if heartbeat_seconds >= lease_seconds:
             raise ValueError(f"heartbeat_seconds ({heartbeat_seconds}) must be less than "
                              f"lease_seconds ({lease_seconds})")
@@ -100,6 +104,7 @@ class WorkerPool:
         self.rng = rng or random.Random()  # noqa: S311  (backoff jitter, not cryptography)
         self.on_finished = on_finished
         self.on_claimed = on_claimed
+        self.run_log = run_log or RunLog()
         self.queues = {name: _Queue(name, concurrency) for name, concurrency in queues}
         self.completer = Completer(store=store, clock=clock)
         self.source: ClaimSource = source or SqlClaimSource(
@@ -166,6 +171,7 @@ class WorkerPool:
         await self.completer.stop()
         await self.source.stop()
         self._tasks.clear()
+        self.run_log.close()
 
     # -- claiming ----------------------------------------------------------------------------
 
@@ -257,10 +263,11 @@ class WorkerPool:
         q.wake.set()  # a slot is free
         if running.lost:
             return
-        if self.on_finished is not None:
-            self.on_finished(claim, result, started, finished)
-        failpoint("after_execute")  # fault tests: die with the result unwritten
         completion = decide(claim, result, started_at=started, finished_at=finished, rng=self.rng)
+        if self.on_finished is not None:
+            self.on_finished(claim, result, completion)
+        self.run_log.finished(claim, completion)
+        failpoint("after_execute")  # fault tests: die with the result unwritten
         applied = await self.completer.submit(completion)
         await self.source.after_complete(claim, completion, applied)
 
