@@ -38,6 +38,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "tickwork in turn, --rounds times, and print the ratio of the medians")
     w1.add_argument("--rounds", type=_positive, default=2,
                     help="with --against: rounds of the peer then tickwork (default 2)")
+    w1.add_argument("--steady", metavar="RATE", type=_positive, default=0,
+                    help="also N one-off jobs a second due evenly from T-1s, whose start "
+                    "lateness is reported apart (the work kept on time while a burst drains)")
+    w1.add_argument("--steady-seconds", type=_positive, default=10,
+                    help="with --steady: how long the steady stream lasts (default 10)")
 
     w2 = workloads.add_parser("w2", help="a day in ten minutes: a compressed load profile "
                               "with spike minutes")
@@ -211,8 +216,10 @@ async def _workload(args: argparse.Namespace, bench: Any) -> dict[str, Any]:
     if args.workload == "w1":
         from tickwork.bench.w1 import run_w1  # noqa: PLC0415
 
-        bench.progress.total = args.jobs
-        return await run_w1(bench, jobs=args.jobs, drain_timeout=args.timeout)
+        steady = int(args.steady * args.steady_seconds)
+        bench.progress.total = args.jobs + steady
+        return await run_w1(bench, jobs=args.jobs, drain_timeout=args.timeout,
+                            steady_rate=args.steady, steady_seconds=args.steady_seconds)
     if args.workload == "w2":
         from tickwork.bench.w2 import profile_from_args, run_w2  # noqa: PLC0415
 
