@@ -7,13 +7,17 @@ the store stores what it is given) with a version that each update bumps. Every 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from tickwork.errors import Conflict, TickworkError
+from tickwork.errors import Conflict, TickworkError, ValidationError
 from tickwork.models import Job
+from tickwork.schedules.calendars import Calendar, parse_calendar
+
+log = logging.getLogger("tickwork.calendars")
 
 MAX_CALENDARS = 1000  # listed at once; the planner reads them all
 IN_USE_NAMED = 10  # jobs named in the error that refuses a delete
@@ -94,3 +98,31 @@ class CalendarStore(Protocol):
     async def calendar_delete(self, p: CalendarDeleteParams) -> None: ...
     async def calendar_jobs(self, p: CalendarJobsParams) -> list[Job]: ...
     async def calendar_replan(self, p: CalendarReplanParams) -> int: ...
+
+
+class CalendarCache:
+    """The store's calendars, parsed: each is parsed again only when it changed (its version
+    and update time). ``load`` reads the list (one small query) each time it is called."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[str, tuple[tuple[int, datetime], Calendar]] = {}
+
+    async def load(self, store: CalendarStore) -> dict[str, Calendar]:
+        parsed: dict[str, tuple[tuple[int, datetime], Calendar]] = {}
+        for stored in await store.calendar_list():
+            stamp = (stored.version, stored.updated_at)
+            known = self._parsed.get(stored.name)
+            if known is None or known[0] != stamp:
+                try:
+                    known = (stamp, parse_calendar(stored.document, name=stored.name))
+                except ValidationError as exc:  # stored before a rule tightened: say so
+                    log.error("calendar %s no longer reads: %s", stored.name, exc)
+                    known = (stamp, Calendar(name=stored.name))
+            parsed[stored.name] = known
+        self._parsed = parsed
+        return {name: cal for name, (_, cal) in parsed.items()}
+
+    def stamp(self, name: str) -> tuple[int, datetime] | None:
+        """The version and update time of the calendar as last loaded, or None."""
+        known = self._parsed.get(name)
+        return None if known is None else known[0]

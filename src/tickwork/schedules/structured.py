@@ -359,10 +359,15 @@ class CalendarSchedule:
         return self.wall.instant(local)
 
     def next_after(self, after: datetime) -> datetime | None:
+        if self.only and not any(_covers_something(c) for c in self.only):
+            return None
         t = self.base.next_after(after)
+        horizon = utc(after) + timedelta(days=HORIZON_DAYS)
         for _ in range(_SKIPS):
             if t is None or self.why_not(t) is None:
                 return t
+            if t > horizon:
+                return None
             target = self._skip_to(t)
             if target is None:
                 return None
@@ -393,7 +398,10 @@ class CalendarSchedule:
         out: list[Fire] = []
         kept = dropped = 0
         t = self.base.next_after(after)
-        while t is not None and kept < n:
+        horizon = utc(after) + timedelta(days=HORIZON_DAYS)
+        for _ in range(_SKIPS):
+            if t is None or kept >= n or t > horizon:
+                break
             why = self.why_not(t)
             if why is None:
                 out.append(Fire(at=t))
@@ -408,6 +416,10 @@ class CalendarSchedule:
                 break
             t = self.base.first_at_or_after(target) if target > t else self.base.next_after(t)
         return out
+
+
+def _covers_something(cal: Calendar) -> bool:
+    return bool(cal.dates or cal.ranges or cal.yearly or cal.weekly)
 
 
 def compile_calendared(spec: ScheduleSpec,
