@@ -393,8 +393,8 @@ class CalendarSchedule:
         return text
 
     def fires(self, after: datetime, n: int) -> list[Fire]:
-        """The next ``n`` fire times after ``after`` and, among them, up to ``n`` that the
-        calendars drop (each with its reason); a run of dropped times shows its first."""
+        """The next ``n`` fire times after ``after`` and, among them, the first ``n`` that the
+        calendars drop (each with its reason); further dropped ones are skipped over."""
         out: list[Fire] = []
         kept = dropped = 0
         t = self.base.next_after(after)
@@ -408,9 +408,11 @@ class CalendarSchedule:
                 kept += 1
                 t = self.base.next_after(t)
                 continue
-            if dropped < n:
+            if dropped < n:  # listed one by one, up to n of them; then skipped over
                 out.append(Fire(at=t, excluded_by=why[0], reason=why[1]))
                 dropped += 1
+                t = self.base.next_after(t)
+                continue
             target = self._skip_to(t)
             if target is None:
                 break
