@@ -91,6 +91,8 @@ class ScheduleSpec:
     @property
     def calendars(self) -> tuple[str, ...]:
         """Every calendar this schedule names, each once."""
+        if not self.only:
+            return self.exclude
         return tuple(dict.fromkeys((*self.exclude, *self.only)))
 
 

@@ -89,7 +89,7 @@ def plan_job(job: Job, schedule: Schedule, now: datetime, until: datetime,
     catchup = timedelta(seconds=spec.catchup_window_seconds)
     occurrences: list[NewOccurrence] = []
     t: datetime | None = job.next_run_at
-    if spec.schedule.calendars:
+    if spec.schedule.exclude or spec.schedule.only:
         t = schedule.first_at_or_after(job.next_run_at)
     while t is not None and t <= until and len(occurrences) < limit:
         state = OccurrenceState.MISSED if now - t > catchup else OccurrenceState.SCHEDULED
@@ -152,7 +152,7 @@ class Planner(Loop):
         calendars: dict[str, Calendar] | None = None
         for job in jobs:
             try:
-                if job.spec.schedule.calendars:
+                if job.spec.schedule.exclude or job.spec.schedule.only:
                     if calendars is None:  # read once a pass, and only when a job needs them
                         calendars = await self.calendar_schedules.calendars.load(self.store)
                     schedule = self.calendar_schedules.get(job.spec.schedule, calendars)
