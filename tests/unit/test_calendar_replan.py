@@ -1,6 +1,7 @@
 """Changing a calendar re-plans the jobs that name it: a run planned ahead that is now ruled
 out disappears, one now allowed appears, started runs are never touched. The client checks
-that a job's calendars exist; the planner plans with them. All on a FakeClock."""
+that a job's calendars exist; the planner plans with them. On a FakeClock, against SQLite and
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import pytest
 
 from tickwork.client import AsyncClient
 from tickwork.clock import FakeClock
-from tickwork.drivers.base import OccurrenceListParams
+from tickwork.drivers.base import OccurrenceListParams, Store
 from tickwork.drivers.calendars import CalendarWriteParams
+from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import Conflict, ValidationError
 from tickwork.models import OccurrenceState
@@ -30,7 +32,7 @@ def job(schedule: dict[str, Any], name: str = "daily") -> dict[str, Any]:
 
 
 class World:
-    def __init__(self, store: SqliteStore, clock: FakeClock) -> None:
+    def __init__(self, store: Store, clock: FakeClock) -> None:
         self.store = store
         self.clock = clock
         self.client = AsyncClient(store, clock=clock)
@@ -47,9 +49,13 @@ class World:
         return [o.scheduled_at.strftime("%m-%d %H:%M") for o in found]
 
 
-@pytest.fixture
-async def world(tmp_path: Path) -> AsyncIterator[World]:
-    store = SqliteStore(f"sqlite:///{tmp_path}/t.db")
+@pytest.fixture(params=["sqlite", "postgres"])
+async def world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[World]:
+    store: Store
+    if request.param == "sqlite":
+        store = SqliteStore(f"sqlite:///{tmp_path}/t.db")
+    else:
+        store = PostgresStore(request.getfixturevalue("postgres_url"))
     await store.migrate()
     yield World(store, FakeClock(START))
     await store.close()
