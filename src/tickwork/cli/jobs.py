@@ -15,7 +15,7 @@ from tickwork.cli.common import (
 )
 from tickwork.cli.output import print_json, print_table
 from tickwork.document import parse_job_document
-from tickwork.document.render import job_json, run_json, when
+from tickwork.document.render import fire_json, job_json, run_json, when
 from tickwork.errors import ValidationError
 from tickwork.models import JobSpec
 from tickwork.schedules import compile_schedule
@@ -121,11 +121,13 @@ async def show_job(args: argparse.Namespace) -> int:
     client = await open_client(args)
     try:
         job = await client.get_job(args.job)
-        upcoming = await client.preview(job.id, max(0, min(args.next, 1000)))
+        fires = await client.preview_fires(job.id, max(0, min(args.next, 1000)))
     finally:
         await client.close()
+    upcoming = [f.at for f in fires if f.excluded_by is None]
     if args.json:
         print_json({**job_json(job), "next_fire_times": [when(t) for t in upcoming],
+                    "excluded_fire_times": [fire_json(f) for f in fires if f.excluded_by],
                     "description": compile_schedule(job.spec.schedule).describe()})
         return 0
     print_table(["FIELD", "VALUE"], [
@@ -135,10 +137,11 @@ async def show_job(args: argparse.Namespace) -> int:
         ("paused", job.spec.paused), ("next run", when(job.next_run_at) or "-"),
         ("tags", ", ".join(job.spec.tags)),
     ])
-    if upcoming:
+    if fires:
         print("\nnext fire times:")
-        for t in upcoming:
-            print(f"  {when(t)}")
+        for f in fires:  # the ones calendars drop too, each with why
+            print(f"  {when(f.at)}" if f.excluded_by is None else
+                  f"  {when(f.at)}  skipped: {f.reason}")
     return 0
 
 
@@ -206,4 +209,6 @@ def _schedule_text(schedule: Any) -> str:
         return f"cron {schedule.cron}{zone}"
     if schedule.type == "every":
         return f"every {schedule.every_seconds:g}s"
+    if schedule.type in ("weekly", "monthly"):
+        return f"{schedule.type} {schedule.rule}"
     return f"at {when(schedule.at)}"

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from tickwork import __version__
-from tickwork.cli import api, bench, distributed, jobs, runs, secrets, service
+from tickwork.cli import api, bench, calendars, distributed, jobs, runs, secrets, service
 from tickwork.document.text import not_unicode
 from tickwork.errors import Conflict, NotMigrated, StoreUnavailable, TickworkError, ValidationError
 
@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     distributed.add_commands(commands)
     api.add_commands(commands)
     jobs.add_commands(commands)
+    calendars.add_commands(commands)
     runs.add_commands(commands)
     secrets.add_commands(commands)
     bench.add_commands(commands)
