@@ -93,9 +93,9 @@ def test_parse_duration_rejects(value: object, message: str) -> None:
 
 
 @pytest.mark.parametrize(("expr", "reason"), [
-    ("* * * *", "expected 5 or 6 fields, got 4"),
-    ("* * * * * * *", "expected 5 or 6 fields, got 7"),
-    ("", "expected 5 or 6 fields, got 0"),
+    ("* * * *", "expected 5, 6 or 7 fields, got 4"),
+    ("* * * * * * * *", "expected 5, 6 or 7 fields, got 8"),
+    ("", "expected 5, 6 or 7 fields, got 0"),
     ("60 * * * * *", "field 'second' value 60 is out of range 0-59"),
     ("60 * * * *", "field 'minute' value 60 is out of range 0-59"),
     ("0 25 * * *", "field 'hour' value 25 is out of range 0-23"),
@@ -113,8 +113,9 @@ def test_parse_duration_rejects(value: object, message: str) -> None:
     ("0 0 * * FRI-MON", "field 'day-of-week' range 'FRI-MON' starts after it ends"),
     ("0 0 * FOO *", "field 'month' value 'FOO' is not a number or a name it accepts"),
     ("0 0 * * JAN", "field 'day-of-week' value 'JAN' is not a number or a name it accepts"),
-    ("0 0 * * MON#2", "field 'day-of-week' value 'MON#2' is not a number or a name it accepts"),
-    ("0 0 L * *", "field 'day-of-month' value 'L' is not a number it accepts"),
+    ("0 0 * * MON#", "field 'day-of-week' value 'MON#': the week after '#' must be a whole "
+                     "number from 1 to 5"),
+    ("0 0 X * *", "field 'day-of-month' value 'X' is not a number it accepts"),
     ("0 MON * * *", "field 'hour' value 'MON' is not a number it accepts"),
     ("0 -1 * * *", "field 'hour' has an empty value"),
     ("? * * * *", "field 'minute' does not accept '?'"),
