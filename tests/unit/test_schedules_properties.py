@@ -504,9 +504,10 @@ def local_midnight(day: date, zone: ZoneInfo) -> datetime:
 def fires_between(schedule: Schedule, after: datetime, end: datetime) -> list[datetime]:
     got: list[datetime] = []
     current = schedule.next_after(after)
-    while current is not None and current < end:
+    while current is not None and current < end and len(got) < 10_000:
+        assert current > after, "not strictly after"
         got.append(current)
-        current = schedule.next_after(current)
+        after, current = current, schedule.next_after(current)
     return got
 
 
