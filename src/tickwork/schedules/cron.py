@@ -264,9 +264,9 @@ class CronExpr:
     def _check_some_day(self) -> None:
         """Refuse a schedule that can never fire, such as the 30th of February.
 
-        Which days a month has depends on its kind, its length and the weekday of its 1st.
-        Without a year field every kind of each month comes round (February: 28 or 29 days);
-        with one, only the kinds of the months of those years count.
+        Which days match in a month depends only on its kind: its length and the weekday of
+        its 1st. Without a year field every kind of each month comes round (February: 28 or
+        29 days); with one, only the kinds of the months of those years count.
         """
         months = [m for m in range(1, 13) if (self._month_mask >> m) & 1]
         if self._years is None:
