@@ -293,5 +293,10 @@ def check_runs(spec: JobSpec, next_run: datetime | None, now: datetime) -> None:
             f"{at.isoformat()} is more than catchup_window_seconds "
             f"({spec.catchup_window_seconds:g}) in the past: the job would never run"))
     if next_run is None:
+        bare = replace(spec.schedule, start_at=None, end_at=None)
+        if bare.type == "cron" and compiled_schedule(bare).first_at_or_after(now) is None:
+            # An expression that never fires is refused when compiled: its year field ended.
+            raise ValidationError("schedule.cron", "has no fire time from now on: the years "
+                                  "its year field selects are past, so the job would never run")
         raise ValidationError("schedule", "has no fire time from now on (see its end_at): "
                               "the job would never run")

@@ -336,7 +336,7 @@ async function jobForm(ref) {
   input("timezone", { value: s.timezone || TZ, list: "zones" });
   const zones = el("datalist", { id: "zones" }, [...new Set([TZ, "UTC", ...(Intl.supportedValuesOf ? Intl.supportedValuesOf("timeZone") : [])])].map((z) => el("option", { value: z })));
   const fields = {
-    cron: field("cron", "Cron (5 fields, or 6 with seconds first)", whenInput.cron),
+    cron: field("cron", "Cron (5 fields, 6 with seconds first, 7 with a year last)", whenInput.cron),
     every: field("every", "Every", whenInput.every),
     at: field("at", `At (your time zone: ${TZ})`, whenInput.at),
     timezone: field("timezone", "Time zone", f.timezone),
