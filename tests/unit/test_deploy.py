@@ -70,10 +70,13 @@ def test_every_process_serves_healthz() -> None:
 def test_the_image_is_multi_stage_non_root_and_checks_its_health() -> None:
     text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
     froms = re.findall(r"^FROM (\S+)", text, re.M)
-    assert len(froms) == 2 and all(re.fullmatch(r"python:3\.\d+-slim", f) for f in froms)
-    assert "pip wheel" in text and "--no-index --find-links /wheels" in text
+    assert len(froms) == 2
+    assert all(re.fullmatch(r"python:3\.\d+-slim", f) for f in froms)
+    assert "pip wheel" in text
+    assert "--no-index --find-links /wheels" in text
     user = re.findall(r"^USER (\S+)", text, re.M)
-    assert user and user[-1] not in ("root", "0")
+    assert user
+    assert user[-1] not in ("root", "0")
     env = dict(re.findall(r"(TICKWORK_[A-Z_]+)=(\S+)", text))
     check_env(list(env), "Dockerfile")
     # one port for every role: the API's, and a scheduler's or worker's /healthz
@@ -188,7 +191,8 @@ def test_kubernetes_manifests_probe_healthz_and_read_the_secret() -> None:
         # the process listens where the probe asks: the API on host:port, the others on
         # their metrics address
         if name == "api":
-            assert env["TICKWORK_HOST"] == "0.0.0.0" and env["TICKWORK_PORT"] == "8000"
+            assert env["TICKWORK_HOST"] == "0.0.0.0"
+            assert env["TICKWORK_PORT"] == "8000"
         else:
             assert env["TICKWORK_METRICS_ADDRESS"] == "0.0.0.0:8000"
         for probe in ("livenessProbe", "readinessProbe"):
