@@ -262,6 +262,12 @@ async def test_runs_pages_and_run_detail(api: Api) -> None:
     assert detail["run"]["scheduled_at"] == seen[0]
     assert detail["attempts"] == []
     assert_problem(await api.get("/api/v1/runs", params={"state": "bogus"}), 422)
+    await api.post("/api/v1/jobs", json={**DOC, "name": "mailer", "queue": "mail"})
+    await api.post("/api/v1/jobs/mailer/trigger")
+    mail = (await api.get("/api/v1/runs", params={"queue": "mail"})).json()["items"]
+    assert [(r["job_name"], r["queue"]) for r in mail] == [("mailer", "mail")]
+    both = (await api.get("/api/v1/runs", params=[("state", "scheduled"), ("state", "dead")]))
+    assert len(both.json()["items"]) == 6
     assert_problem(await api.get("/api/v1/jobs/nightly/runs/2030-13-01T00:00:00Z"), 422)
     assert_problem(await api.get("/api/v1/jobs/nightly/runs/2031-01-01T00:00:00Z"), 404)
 

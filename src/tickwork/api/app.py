@@ -29,11 +29,22 @@ DASHBOARD_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-s
                  "frame-ancestors 'none'")
 
 
+def own_path(request: Request) -> str:
+    """The request's path within this app: without the prefix it is mounted at, if any."""
+    path, root = request.url.path, request.scope.get("root_path", "")
+    return path[len(root):] if root and path.startswith(root) else path
+
+
 def create_app(client: AsyncClient, *, open_access: bool = False,
                allowed_hosts: Iterable[str] = (), metrics: Metrics | None = None,
                max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
     """The app. ``open_access`` serves everyone with admin rights: only for loopback binds
-    (the CLI refuses it otherwise); ``allowed_hosts`` adds Host names open access answers."""
+    (the CLI refuses it otherwise); ``allowed_hosts`` adds Host names open access answers.
+
+    It can be served alone (``tickwork api``) or mounted in another ASGI app
+    (``outer.mount("/scheduler", create_app(client))``): the dashboard then lives at
+    ``/scheduler/dashboard/`` and calls the API under ``/scheduler/api/v1``
+    (docs/integration.md). The caller opens and closes ``client``."""
     app = FastAPI(
         title="tickwork", version=__version__,
         description="Jobs, runs, queues and stats of a tickwork deployment. Authenticate with "
@@ -55,10 +66,11 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
         response = await call_next(request)
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")
-        if request.url.path.startswith("/dashboard"):
+        path = own_path(request)
+        if path.startswith("/dashboard"):
             response.headers["Content-Security-Policy"] = DASHBOARD_CSP
             response.headers["X-Frame-Options"] = "DENY"
-        if request.url.path.startswith("/api/"):
+        if path.startswith("/api/"):
             response.headers.setdefault("Cache-Control", "no-store")
         return response
 
@@ -87,10 +99,12 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
     static = resources.files("tickwork.dashboard") / "static"
 
     @app.get("/", include_in_schema=False)
-    async def root() -> RedirectResponse:
-        return RedirectResponse("/dashboard/", status_code=307)
-
     @app.get("/dashboard", include_in_schema=False)
+    async def to_dashboard(request: Request) -> RedirectResponse:
+        # The page loads its scripts and the API relative to <mount>/dashboard/.
+        return RedirectResponse(f"{request.scope.get('root_path', '')}/dashboard/",
+                                status_code=307)
+
     @app.get("/dashboard/", include_in_schema=False)
     async def dashboard() -> FileResponse:
         return FileResponse(str(static / "index.html"), media_type="text/html")

@@ -382,7 +382,8 @@ class AsyncClient(CalendarMethods):
 
     # -- runs --------------------------------------------------------------------------------
 
-    async def list_runs(self, *, job: str | None = None, states: Sequence[str] = (),
+    async def list_runs(self, *, job: str | None = None, queue: str | None = None,
+                        states: Sequence[str] = (),
                         since: datetime | None = None, until: datetime | None = None,
                         before: tuple[datetime, str] | None = None, limit: int = 50,
                         newest_first: bool = True) -> list[Occurrence]:
@@ -394,7 +395,8 @@ class AsyncClient(CalendarMethods):
             want = min(limit - len(found), MAX_BATCH)
             last = (found[-1].scheduled_at, found[-1].job_id) if found else before
             page = await self.store.occurrence_list(OccurrenceListParams(
-                job_id=job_id, states=[OccurrenceState(s) for s in states], since=since,
+                job_id=job_id, queue=queue, states=[OccurrenceState(s) for s in states],
+                since=since,
                 until=until, before=last, limit=want, newest_first=newest_first))
             found.extend(page)
             if len(page) < want:

@@ -226,6 +226,7 @@ class Rescued:
 @dataclass(frozen=True, slots=True)
 class OccurrenceListParams:
     job_id: str | None = None
+    queue: str | None = None
     states: Sequence[OccurrenceState] = ()
     since: datetime | None = None  # scheduled_at >= since
     until: datetime | None = None  # scheduled_at < until
