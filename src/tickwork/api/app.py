@@ -14,6 +14,7 @@ from fastapi.staticfiles import StaticFiles
 
 from tickwork import __version__
 from tickwork.api import auth, calendars, errors, jobs, queues, runs, stats, tokens
+from tickwork.api.access import AccessLog
 from tickwork.api.auth import LOOPBACK_HOSTS, READ
 from tickwork.api.body import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from tickwork.api.deps import ApiState, ClientDep, state_of
@@ -37,9 +38,10 @@ def own_path(request: Request) -> str:
 
 def create_app(client: AsyncClient, *, open_access: bool = False,
                allowed_hosts: Iterable[str] = (), metrics: Metrics | None = None,
-               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
+               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, access_log: bool = False) -> FastAPI:
     """The app. ``open_access`` serves everyone with admin rights: only for loopback binds
-    (the CLI refuses it otherwise); ``allowed_hosts`` adds Host names open access answers.
+    (the CLI refuses it otherwise); ``allowed_hosts`` adds Host names open access answers;
+    ``access_log``: a line per request on ``tickwork.api.access`` (tickwork.api.access).
 
     It can be served alone (``tickwork api``) or mounted in another ASGI app
     (``outer.mount("/scheduler", create_app(client))``): the dashboard then lives at
@@ -73,6 +75,9 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
         if path.startswith("/api/"):
             response.headers.setdefault("Cache-Control", "no-store")
         return response
+
+    if access_log:  # outermost: it times and sees every answer, the rejected ones too
+        app.add_middleware(AccessLog)
 
     @app.get("/healthz", tags=["health"], summary="200 when the store answers, else 503",
              description="`status` is `degraded` (still 200) while a process that claims "

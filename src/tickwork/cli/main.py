@@ -9,13 +9,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from tickwork import __version__
 from tickwork.cli import api, bench, calendars, distributed, jobs, runs, secrets, service
 from tickwork.document.text import not_unicode
-from tickwork.errors import Conflict, NotMigrated, StoreUnavailable, TickworkError, ValidationError
+from tickwork.errors import (
+    ConfigError,
+    Conflict,
+    NotMigrated,
+    StoreUnavailable,
+    TickworkError,
+    ValidationError,
+)
+from tickwork.logs import LOG_FORMATS, TEXT, configure
 
 EXIT_INPUT = 2
 EXIT_FAILURE = 1
@@ -66,13 +75,12 @@ def _text_arguments(argv: Sequence[str]) -> Sequence[str]:
 
 
 def _configure_logging(args: argparse.Namespace) -> None:
-    logging.basicConfig(
-        level=getattr(logging, str(getattr(args, "log_level", None) or "warning").upper(),
-                      logging.INFO),
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    # psycopg_pool warns at every failed connection attempt; the store says once that the
-    # database is unreachable, and once that it answers again.
-    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    fmt = (os.environ.get("TICKWORK_LOG_FORMAT") or TEXT).lower()
+    if fmt not in LOG_FORMATS:
+        raise ConfigError("log_format", f"must be one of {', '.join(LOG_FORMATS)} (got "
+                                        f"{fmt!r} from TICKWORK_LOG_FORMAT)")
+    configure(getattr(logging, str(getattr(args, "log_level", None) or "warning").upper(),
+                      logging.INFO), fmt)
 
 
 def fail(message: str, status: int) -> int:

@@ -178,7 +178,7 @@ class EmbeddedService(Process):
         s = self.settings
         assert self.client is not None
         app = create_app(self.client, open_access=s.open_access, allowed_hosts=[s.host],
-                         metrics=self.metrics)
+                         metrics=self.metrics, access_log=s.access_log)
         self.http = ApiServer(app, host=s.host, port=s.port)
         await self.http.start()
         if s.open_access:
