@@ -113,10 +113,10 @@ class SchedulerProcess(Process):
     async def metrics_text(self) -> str:
         extra = [Family("tickwork_shard_leases_held", "gauge",
                         "Job shards this scheduler holds a lease on (it plans their jobs).",
-                        [("", len(self.leaser.held))])]
+                        [({}, len(self.leaser.held))])]
         if self.redis is not None:
             extra += [mode_family(await self._mode(), (REDIS, DEGRADED)),
                       Family("tickwork_due_add_failed_total", "counter",
                              "Occurrences whose due_add to Redis failed (the reconciler "
-                             "re-adds them).", [("", self.redis.feeder.failed)])]
+                             "re-adds them).", [({}, self.redis.feeder.failed)])]
         return self.metrics.render_process(SCHEDULER, extra)
