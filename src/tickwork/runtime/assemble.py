@@ -20,6 +20,7 @@ from tickwork.drivers.base import Store
 from tickwork.executors import build_executors
 from tickwork.executors.base import Executor, ExecutorSettings
 from tickwork.metrics import Metrics
+from tickwork.runtime.tracing import attempt_tracer
 from tickwork.scheduler.planner import Planner
 from tickwork.scheduler.rescuer import Rescuer
 from tickwork.secrets import SecretResolver, resolver_for
@@ -78,7 +79,7 @@ def worker_pool(settings: Settings, *, store: Store, clock: Clock,
         lease_seconds=s.lease_seconds, heartbeat_seconds=s.heartbeat_seconds,
         poll_interval_seconds=s.poll_interval_seconds,
         shutdown_grace_seconds=s.shutdown_grace_seconds, on_finished=metrics.attempt_finished,
-        run_log=RunLog(each=s.log_each_run),
+        run_log=RunLog(each=s.log_each_run), tracer=attempt_tracer(s),
         on_claimed=metrics.claimed, source=source)
 
 
