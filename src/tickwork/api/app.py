@@ -13,7 +13,7 @@ from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from tickwork import __version__
-from tickwork.api import auth, calendars, errors, jobs, queues, runs, stats, tokens
+from tickwork.api import apidocs, auth, calendars, errors, jobs, queues, runs, stats, tokens
 from tickwork.api.access import AccessLog
 from tickwork.api.auth import LOOPBACK_HOSTS, READ
 from tickwork.api.body import DEFAULT_MAX_BODY_BYTES, BodyLimit
@@ -52,11 +52,13 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
         description="Jobs, runs, queues and stats of a tickwork deployment. Authenticate with "
                     "`Authorization: Bearer <token>` (`tickwork tokens create`). Errors are "
                     "RFC 9457 problem details.",
+        docs_url=None, redoc_url=None,  # apidocs serves them, with no file from a CDN
     )
     app.state.tickwork = ApiState(
         client=client, open_access=open_access, metrics=metrics or Metrics(),
         allowed_hosts=frozenset({*LOOPBACK_HOSTS, *(h.lower() for h in allowed_hosts)}))
     errors.install(app)
+    apidocs.install(app)
     for module in (jobs, calendars, runs, queues, stats, tokens, auth):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
