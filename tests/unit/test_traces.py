@@ -142,3 +142,30 @@ def test_traces_off_import_nothing_of_opentelemetry(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, cwd=tmp_path, check=True, timeout=60)
     assert out.stdout.splitlines() == ["[]", "[]"], out.stderr
+
+
+def test_without_a_provider_tickwork_sets_up_the_sdk(tmp_path: Path) -> None:
+    """TICKWORK_OTEL=1 with the console exporter, in a process of its own (the global
+    provider can be set once): service name tickwork, an attempt's span printed."""
+    code = (
+        "from types import SimpleNamespace as NS\n"
+        "from datetime import datetime, UTC\n"
+        "from opentelemetry import trace\n"
+        "from tickwork.config import Settings\n"
+        "from tickwork.runtime.tracing import attempt_tracer\n"
+        "tracer = attempt_tracer(Settings(otel=True), {'OTEL_TRACES_EXPORTER': 'console'})\n"
+        "job = NS(id='j1', spec=NS(name='nightly', kind='python'))\n"
+        "occ = NS(queue='default', attempt=1, idempotency_key='j1:x',\n"
+        "         scheduled_at=datetime(2025, 3, 1, 3, tzinfo=UTC))\n"
+        "span = tracer.start(NS(job=job, occurrence=occ))\n"
+        "print(sorted(span.headers))\n"
+        "span.end(None, None)\n"
+        "provider = trace.get_tracer_provider()\n"
+        "print(provider.resource.attributes['service.name'])\n"
+        "provider.shutdown()\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TICKWORK_"))}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, check=True, timeout=60)
+    assert out.stdout.startswith("['traceparent']\ntickwork\n"), out.stdout  # then the span
+    assert '"name": "tickwork.attempt nightly"' in out.stdout
+    assert '"tickwork.outcome": "stopped"' in out.stdout
