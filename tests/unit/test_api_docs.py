@@ -78,3 +78,27 @@ async def test_the_dashboard_policy_stays_on_the_dashboard(http: httpx.AsyncClie
     assert "content-security-policy" not in (await http.get("/docs")).headers
     dashboard = await http.get("/dashboard/")
     assert dashboard.headers["content-security-policy"] == DASHBOARD_CSP
+
+
+async def test_under_a_mount_the_pages_name_the_prefix(tmp_path: Path) -> None:
+    """Mounted in another app (docs/integration.md), the pages load their files and the
+    OpenAPI document from under the mount."""
+    from fastapi import FastAPI
+
+    store = SqliteStore(f"sqlite:///{tmp_path}/api.db")
+    await store.migrate()
+    outer = FastAPI()
+    outer.mount("/scheduler", create_app(AsyncClient(store, clock=FakeClock())))
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=outer),
+                                     base_url="http://127.0.0.1:8000") as http:
+            for page in ("/scheduler/docs", "/scheduler/redoc"):
+                r = await http.get(page)
+                assert r.status_code == 200, page
+                urls = referenced(r.text)
+                assert "/scheduler/openapi.json" in urls
+                for url in urls:
+                    assert url.startswith("/scheduler/"), url
+                    assert (await http.get(url)).status_code == 200, url
+    finally:
+        await store.close()

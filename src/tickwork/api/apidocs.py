@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.openapi.docs import (
     get_redoc_html,
     get_swagger_ui_html,
@@ -20,24 +20,26 @@ from fastapi.openapi.docs import (
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-ASSETS = "/docs/assets"
+ASSETS = "/docs/assets"  # under the app: behind its mount prefix when it is mounted
 ASSET_PACKAGE = "fastapi_offline"  # its static/ folder: the Swagger UI and ReDoc bundles
 
 
 def install(app: FastAPI, *, openapi_url: str = "/openapi.json") -> None:
     """Add ``/docs``, ``/docs/oauth2-redirect``, ``/redoc`` and the assets they load (the app
-    must be made with ``docs_url=None, redoc_url=None``)."""
+    must be made with ``docs_url=None, redoc_url=None``). The pages name every URL with the
+    prefix the app is mounted at, if any (``root_path``)."""
     title = app.title
     static = resources.files(ASSET_PACKAGE) / "static"
 
     @app.get("/docs", include_in_schema=False)
-    async def swagger_ui() -> HTMLResponse:
+    async def swagger_ui(request: Request) -> HTMLResponse:
+        root = _root(request)
         return get_swagger_ui_html(
-            openapi_url=openapi_url, title=f"{title} - Swagger UI",
-            swagger_js_url=f"{ASSETS}/swagger-ui-bundle.js",
-            swagger_css_url=f"{ASSETS}/swagger-ui.css",
-            swagger_favicon_url=f"{ASSETS}/favicon.png",
-            oauth2_redirect_url="/docs/oauth2-redirect",
+            openapi_url=root + openapi_url, title=f"{title} - Swagger UI",
+            swagger_js_url=f"{root}{ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{root}{ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{root}{ASSETS}/favicon.png",
+            oauth2_redirect_url=f"{root}/docs/oauth2-redirect",
             swagger_ui_parameters={"validatorUrl": None})
 
     @app.get("/docs/oauth2-redirect", include_in_schema=False)
@@ -45,10 +47,16 @@ def install(app: FastAPI, *, openapi_url: str = "/openapi.json") -> None:
         return get_swagger_ui_oauth2_redirect_html()
 
     @app.get("/redoc", include_in_schema=False)
-    async def redoc() -> HTMLResponse:
-        return get_redoc_html(openapi_url=openapi_url, title=f"{title} - ReDoc",
-                              redoc_js_url=f"{ASSETS}/redoc.standalone.js",
-                              redoc_favicon_url=f"{ASSETS}/favicon.png",
+    async def redoc(request: Request) -> HTMLResponse:
+        root = _root(request)
+        return get_redoc_html(openapi_url=root + openapi_url, title=f"{title} - ReDoc",
+                              redoc_js_url=f"{root}{ASSETS}/redoc.standalone.js",
+                              redoc_favicon_url=f"{root}{ASSETS}/favicon.png",
                               with_google_fonts=False)
 
     app.mount(ASSETS, StaticFiles(directory=str(static)), name="api-docs-assets")
+
+
+def _root(request: Request) -> str:
+    root: str = request.scope.get("root_path", "")
+    return root.rstrip("/")
