@@ -63,6 +63,20 @@ class Trigger(StrEnum):
     BACKFILL = "backfill"
 
 
+class AuditAction(StrEnum):
+    """What an audit entry records: a change to a job or to one of its runs."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    PAUSE = "pause"
+    RESUME = "resume"
+    DELETE = "delete"
+    TRIGGER = "trigger"
+    CANCEL = "cancel"
+    RETRY = "retry"
+    BACKFILL = "backfill"
+
+
 KINDS = ("http", "slack", "email", "shell", "python")
 
 
@@ -133,6 +147,8 @@ class Job:
     created_at: datetime
     updated_at: datetime
     shard: int = 0
+    created_by: str | None = None  # who created it: an API token's name, an OS user
+    updated_by: str | None = None  # who changed it last
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +194,23 @@ class Attempt:
         if self.started_at is None or self.finished_at is None:
             return None
         return (self.finished_at - self.started_at).total_seconds()
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One recorded change: who (``actor``), what, to which job (and run), when.
+
+    ``details`` holds what the action changed: for an update, ``{field: {"before": ...,
+    "after": ...}}`` of the job document's top-level fields that differ."""
+
+    id: int
+    at: datetime
+    actor: str | None
+    action: AuditAction
+    job_id: str | None
+    job_name: str | None
+    scheduled_at: datetime | None = None
+    details: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

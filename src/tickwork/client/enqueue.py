@@ -14,6 +14,7 @@ transaction usable. The planner picks the job up once it is committed.
 
 from __future__ import annotations
 
+import getpass
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
@@ -31,8 +32,11 @@ from tickwork.models import Job, JobSpec, utc
 
 
 async def create_job_in(conn: psycopg.AsyncConnection[Any], job: Mapping[str, Any] | JobSpec,
-                        *, now: datetime, id: str | None = None) -> Job:
-    """Create ``job`` (a job document or a JobSpec) on ``conn``, in its current transaction."""
+                        *, now: datetime, id: str | None = None,
+                        actor: str | None = None) -> Job:
+    """Create ``job`` (a job document or a JobSpec) on ``conn``, in its current transaction.
+
+    ``actor`` (default: the OS user) is its ``created_by`` and its audit entry's actor."""
     spec = to_spec(job)
     now = utc(now)
     job_id = id or uuid.uuid4().hex
@@ -45,10 +49,13 @@ async def create_job_in(conn: psycopg.AsyncConnection[Any], job: Mapping[str, An
         shards = int(row["value"]) if row else DEFAULT_SHARD_COUNT
         next_run = first_run(spec, now)
         check_runs(spec, next_run, now)
+        who = actor if actor is not None else getpass.getuser()
         created = Job(id=job_id, spec=spec, next_run_at=next_run,
-                      created_at=now, updated_at=now, shard=shard_of(job_id, shards))
+                      created_at=now, updated_at=now, shard=shard_of(job_id, shards),
+                      created_by=who, updated_by=who)
         async with conn.transaction():  # a savepoint inside the caller's transaction
             await cur.execute(Q["job_insert"], job_row(created))
+            await cur.execute(Q["audit_insert_created"], {"ids": [job_id]})
     except psycopg.errors.UniqueViolation as exc:
         what = (f"id {job_id!r}" if exc.diag.constraint_name == "jobs_pkey"
                 else f"name {spec.name!r}")

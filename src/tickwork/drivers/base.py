@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tickwork.drivers.calendars import CalendarStore
 from tickwork.models import (
     Attempt,
     AttemptOutcome,
+    AuditAction,
+    AuditEntry,
     Claim,
     Job,
     JobSpec,
@@ -37,6 +39,7 @@ class JobCreateParams:
     next_run_at: datetime | None
     now: datetime
     id: str | None = None
+    actor: str | None = None  # who creates it: created_by, and the audit entry's actor
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,9 @@ class JobUpdateParams:
     spec: JobSpec
     next_run_at: datetime | None
     now: datetime
+    actor: str | None = None
+    # What changed, for the audit entry: {field: {"before": ..., "after": ...}}.
+    diff: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +80,14 @@ class JobSetPausedParams:
     paused: bool
     next_run_at: datetime | None  # on resume: the first fire time from now on
     now: datetime
+    actor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class JobDeleteParams:
     id: str
     now: datetime
+    actor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,10 +132,16 @@ class JobAdvanceManyParams:
 
 @dataclass(frozen=True, slots=True)
 class OccurrenceInsertParams:
-    """Manual triggers and backfills: insert-if-absent, returns what is stored."""
+    """Manual triggers and backfills: insert-if-absent, returns what is stored.
+
+    With ``audit`` set (``trigger`` or ``backfill``), one audit entry is written for the first
+    occurrence's job in the same transaction, with ``actor`` and ``details``."""
 
     occurrences: Sequence[NewOccurrence]
     now: datetime
+    audit: AuditAction | None = None
+    actor: str | None = None
+    details: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +260,47 @@ class OccurrenceCancelParams:
 
 
 @dataclass(frozen=True, slots=True)
+class OccurrenceCancelOneParams:
+    """Cancel one run: waiting (scheduled, queued, retrying) or running. It ends ``cancelled``
+    with ``last_error`` saying who cancelled it; a running attempt ends ``failed`` with the same
+    error, and its worker stops it at its next heartbeat (the lease is no longer held), its
+    late result fenced off. Raises OccurrenceNotFound, or Conflict for a run already ended."""
+
+    job_id: str
+    scheduled_at: datetime
+    now: datetime
+    actor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OccurrenceRetryParams:
+    """Run a ``dead``, ``crashed`` or ``cancelled`` run again now: the same occurrence (and
+    idempotency key), back to ``retrying``, due now, so its next claim is attempt n + 1
+    whatever the job's overlap policy or catch-up window. Raises OccurrenceNotFound, JobNotFound
+    (its job is deleted), or Conflict for a run in any other state."""
+
+    job_id: str
+    scheduled_at: datetime
+    now: datetime
+    actor: str | None = None
+
+
+RETRYABLE_STATES = frozenset({OccurrenceState.DEAD, OccurrenceState.CRASHED,
+                              OccurrenceState.CANCELLED})
+
+
+@dataclass(frozen=True, slots=True)
+class AuditListParams:
+    """Audit entries oldest first (by id), after the cursor ``after_id``; of one job if set,
+    at or after ``since`` if set."""
+
+    job_id: str | None = None
+    since: datetime | None = None
+    after_id: int | None = None
+    limit: int = 100
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimResult:
     claims: list[Claim]
     missed: int = 0
@@ -322,6 +377,10 @@ class Store(CalendarStore, Protocol):
     async def job_delete(self, p: JobDeleteParams) -> None:
         """Removes the job from listings and cancels its waiting occurrences; history stays."""
         ...
+    async def job_get_deleted(self, ref: str) -> list[Job]:
+        """Deleted jobs with this id or name, most recently deleted first (their history
+        stays readable)."""
+        ...
     async def job_due(self, p: JobDueParams) -> list[Job]: ...
     async def job_advance_many(self, p: JobAdvanceManyParams) -> int:
         """Returns how many occurrences were newly inserted."""
@@ -338,9 +397,12 @@ class Store(CalendarStore, Protocol):
     async def occurrence_release(self, p: OccurrenceReleaseParams) -> int: ...
     async def occurrence_rescue(self, p: OccurrenceRescueParams) -> list[Rescued]: ...
     async def occurrence_cancel(self, p: OccurrenceCancelParams) -> int: ...
+    async def occurrence_cancel_one(self, p: OccurrenceCancelOneParams) -> Occurrence: ...
+    async def occurrence_retry(self, p: OccurrenceRetryParams) -> Occurrence: ...
     async def occurrence_get(self, job_id: str, scheduled_at: datetime) -> Occurrence: ...
     async def occurrence_list(self, p: OccurrenceListParams) -> list[Occurrence]: ...
     async def occurrence_next_due(self, queue: str, now: datetime) -> datetime | None:
         """The earliest due_at of a waiting occurrence in this queue, for a worker's sleep."""
         ...
     async def attempt_list(self, job_id: str, scheduled_at: datetime) -> list[Attempt]: ...
+    async def audit_list(self, p: AuditListParams) -> list[AuditEntry]: ...

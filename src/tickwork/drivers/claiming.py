@@ -4,7 +4,8 @@ Pure: a driver loads the candidates (due, highest priority first, then earliest)
 occurrences already running for their jobs and the jobs with a started occurrence waiting to
 run again (``retrying``, due or not), and applies the plan inside its claim transaction.
 
-An occurrence that started (attempt >= 1) is never skipped: it is the earlier run. Until it
+An occurrence that started (attempt >= 1, or ``retrying``: a run an operator retried may
+never have started before it was cancelled) is never skipped: it is the earlier run. Until it
 has run to its end, a newer occurrence of a job whose policy looks at what runs is the one the
 policy holds back (skipped, buffered or left waiting), whatever their due times, so a run
 interrupted by a crash and rescued as ``retrying`` runs again as its next attempt (G4, G5).
@@ -35,6 +36,11 @@ class Candidate:
     trigger: Trigger
     spec: JobSpec
 
+    @property
+    def started(self) -> bool:
+        """It ran before, or waits to run again (``retrying``): never skipped nor missed."""
+        return self.attempt > 0 or self.state is OccurrenceState.RETRYING
+
 
 @dataclass(slots=True)
 class ClaimPlan:
@@ -47,7 +53,7 @@ class ClaimPlan:
 
 def is_past_catchup(c: Candidate, now: datetime) -> bool:
     """A scheduled occurrence that never started and is older than its job's catch-up window."""
-    if c.trigger is not Trigger.SCHEDULE or c.attempt > 0:
+    if c.trigger is not Trigger.SCHEDULE or c.started:
         return False
     return now - c.scheduled_at > timedelta(seconds=c.spec.catchup_window_seconds)
 
@@ -65,7 +71,7 @@ def plan_claims(
     running_of = {job_id: list(refs) for job_id, refs in running.items()}  # read each once
     busy = {job_id for job_id, refs in running_of.items() if refs}
     # A newer occurrence waits behind a started one even when it is due first.
-    unfinished = set(retrying) | {c.job_id for c in candidates if c.attempt > 0}
+    unfinished = set(retrying) | {c.job_id for c in candidates if c.started}
     waiting_kept: set[str] = set()  # buffer_one: the job already has its one buffered occurrence
     latest_cancel_previous = _latest_per_job(candidates, Overlap.CANCEL_PREVIOUS)
 
@@ -83,7 +89,7 @@ def plan_claims(
             _take(plan, c, busy, limit)
         elif c.spec.overlap is Overlap.ALLOW_ALL or not _held_back(c, busy, unfinished):
             _take(plan, c, busy, limit)
-        elif c.attempt > 0:
+        elif c.started:
             continue  # started: never skipped; it runs once the job's running one ends
         elif c.spec.overlap is Overlap.SKIP:
             plan.skipped.append(c)
@@ -98,7 +104,7 @@ def plan_claims(
 
 def _held_back(c: Candidate, busy: set[str], unfinished: set[str]) -> bool:
     """Something earlier of the job runs, or (for a run that never started) waits to retry."""
-    return c.job_id in busy or (c.attempt == 0 and c.job_id in unfinished)
+    return c.job_id in busy or (not c.started and c.job_id in unfinished)
 
 
 def _take(plan: ClaimPlan, c: Candidate, busy: set[str], limit: int) -> None:

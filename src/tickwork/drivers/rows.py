@@ -83,6 +83,8 @@ class RowReader:
             created_at=self.instant(row["created_at"]),
             updated_at=self.instant(row["updated_at"]),
             shard=row["shard"],
+            created_by=row["created_by"],
+            updated_by=row["updated_by"],
         )
 
     def occurrence(self, row: RowLike) -> Occurrence:

@@ -24,6 +24,7 @@ from tickwork.errors import OccurrenceNotFound
 from tickwork.models import (
     TERMINAL_STATES,
     Attempt,
+    AuditAction,
     Delivery,
     Occurrence,
     OccurrenceState,
@@ -64,6 +65,13 @@ class OccurrenceMethods:
     async def occurrence_insert(self, p: b.OccurrenceInsertParams) -> list[Occurrence]:
         async with self.pool.transaction() as conn:
             await self._insert_occurrences(conn, p.occurrences, p.now)
+            if p.audit is not None and p.occurrences:
+                from tickwork.drivers.postgres.control import audit  # noqa: PLC0415  (it imports this module)
+
+                first = p.occurrences[0]
+                await audit(conn, p.now, p.actor, p.audit, first.job_id,
+                            scheduled_at=first.scheduled_at
+                            if p.audit is AuditAction.TRIGGER else None, details=p.details)
             rows = await fetch_all(conn, Q["occurrence_get_many"], (
                 [o.job_id for o in p.occurrences], [o.scheduled_at for o in p.occurrences]))
         return [occurrence_from_row(r) for r in rows]

@@ -20,6 +20,7 @@ from tickwork.drivers.codec import new_job_ids, spec_to_json, specs_to_json
 from tickwork.drivers.postgres.calendars import CalendarMethods
 from tickwork.drivers.postgres.claims import KeyClaimMethods
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
+from tickwork.drivers.postgres.control import ControlMethods, audit
 from tickwork.drivers.postgres.history import HistoryMethods
 from tickwork.drivers.postgres.leases import ShardLeaseMethods
 from tickwork.drivers.postgres.occurrences import OccurrenceMethods
@@ -31,7 +32,7 @@ from tickwork.drivers.postgres.rows import (
 from tickwork.drivers.rows import SpecCache
 from tickwork.drivers.sqlfiles import load_migrations
 from tickwork.errors import Conflict, JobNotFound, StoreError
-from tickwork.models import Job, JobSpec, utc
+from tickwork.models import AuditAction, Job, JobSpec, utc
 
 MIGRATIONS = load_migrations("tickwork.drivers.postgres")
 T = TypeVar("T")
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 
 class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods,
-                    ShardLeaseMethods, CalendarMethods):
+                    ShardLeaseMethods, CalendarMethods, ControlMethods):
     """``PostgresStore("postgresql://user@host/db")``; call ``migrate()`` once before use.
 
     ``shard_count`` applies when ``migrate()`` creates the database; afterwards the database's
@@ -138,6 +139,7 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods,
                         specs = specs_to_json(job.spec for job in made)
                         for job, spec in zip(made, specs, strict=True):
                             await copy.write_row(job_row(job, spec))
+                await conn.execute(Q["audit_insert_created"], {"ids": [j.id for j in jobs]})
         except StoreError as exc:
             raise await self._conflict_of(exc, jobs) from exc
         return jobs
@@ -195,7 +197,10 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods,
             async with self.pool.transaction() as conn:
                 row = await fetch_one(conn, Q["job_update"], (
                     s.name, s.queue, s.priority, s.kind, s.overlap.value, s.timeout_seconds,
-                    spec_to_json(s), list(s.tags), s.paused, p.next_run_at, p.now, p.id))
+                    spec_to_json(s), list(s.tags), s.paused, p.next_run_at, p.now, p.actor, p.id))
+                if row is not None:
+                    await audit(conn, p.now, p.actor, AuditAction.UPDATE, p.id, name=s.name,
+                                details=p.diff)
         except StoreError as exc:
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 raise Conflict(f"a job named {s.name!r} already exists") from exc
@@ -211,18 +216,24 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods,
                 raise JobNotFound(p.id)
             spec = replace(job_from_row(current, self._specs).spec, paused=p.paused)
             row = await fetch_one(conn, Q["job_set_paused"], (
-                p.paused, spec_to_json(spec), p.next_run_at, p.now, p.id))
+                p.paused, spec_to_json(spec), p.next_run_at, p.now, p.actor, p.id))
+            await audit(conn, p.now, p.actor,
+                        AuditAction.PAUSE if p.paused else AuditAction.RESUME, p.id,
+                        name=spec.name)
         assert row is not None
         return job_from_row(row, self._specs)
 
     async def job_delete(self, p: b.JobDeleteParams) -> None:
-        args = {"id": p.id, "job_id": p.id, "now": p.now, "reason": "job deleted"}
+        args = {"id": p.id, "job_id": p.id, "now": p.now, "reason": "job deleted",
+                "actor": p.actor}
         async with self.pool.transaction() as conn:
             cur = await conn.execute(Q["job_delete"], args)
             if cur.rowcount == 0:
                 raise JobNotFound(p.id)
             await conn.execute(Q["attempt_close_running_of_job"], args)
-            await conn.execute(Q["occurrence_cancel_job"], args)
+            cancelled = (await conn.execute(Q["occurrence_cancel_job"], args)).rowcount
+            await audit(conn, p.now, p.actor, AuditAction.DELETE, p.id,
+                        details={"cancelled_runs": cancelled})
 
     async def job_due(self, p: b.JobDueParams) -> list[Job]:
         async with self.pool.transaction() as conn:
@@ -262,20 +273,22 @@ def _new_jobs(items: list[b.JobCreateParams], shards: int) -> list[Job]:
             # Naive instants are UTC (the session's time zone); binary COPY wants them aware.
             now, next_run = utc(now), None if next_run is None else utc(next_run)
         jobs.append(Job(id=job_id, spec=item.spec, next_run_at=next_run, created_at=now,
-                        updated_at=now, shard=shard_of(job_id, shards)))
+                        updated_at=now, shard=shard_of(job_id, shards),
+                        created_by=item.actor, updated_by=item.actor))
     return jobs
 
 
 # The columns of job_copy and job_insert, in order, as job_row gives them.
 JOB_COPY_TYPES = ("text", "text", "text", "int4", "text", "text", "float8", "text", "text[]",
-                  "bool", "timestamptz", "int4", "timestamptz", "timestamptz")
+                  "bool", "timestamptz", "int4", "timestamptz", "timestamptz", "text", "text")
 
 
 def job_row(job: Job, spec_json: str | None = None) -> tuple[Any, ...]:
     s: JobSpec = job.spec
     return (job.id, s.name, s.queue, s.priority, s.kind, s.overlap.value, s.timeout_seconds,
             spec_to_json(s) if spec_json is None else spec_json, list(s.tags), s.paused,
-            job.next_run_at, job.shard, job.created_at, job.updated_at)
+            job.next_run_at, job.shard, job.created_at, job.updated_at, job.created_by,
+            job.updated_by)
 
 
 def _first_repeat(values: list[str]) -> str:

@@ -14,6 +14,7 @@ from tickwork.drivers import base as b
 from tickwork.drivers.rows import SpecCache
 from tickwork.drivers.sqlfiles import load_queries
 from tickwork.drivers.sqlite.connection import Connection, write_transaction
+from tickwork.drivers.sqlite.control import audit
 from tickwork.drivers.sqlite.rows import (
     attempt_from_row,
     from_us,
@@ -26,6 +27,7 @@ from tickwork.models import (
     TERMINAL_STATES,
     Attempt,
     AttemptOutcome,
+    AuditAction,
     Delivery,
     Occurrence,
     OccurrenceState,
@@ -42,6 +44,11 @@ class SqliteOccurrenceMethods:
         def run(conn: sqlite3.Connection) -> list[Occurrence]:
             with write_transaction(conn):
                 self._insert_occurrences(conn, p.occurrences, to_us(p.now))
+                if p.audit is not None and p.occurrences:
+                    first = p.occurrences[0]
+                    audit(conn, p.now, p.actor, p.audit, first.job_id,
+                          scheduled_at=first.scheduled_at if p.audit is AuditAction.TRIGGER
+                          else None, details=p.details)
             return [self._occurrence_row(conn, o.job_id, o.scheduled_at) for o in p.occurrences]
 
         return await self._conn.run(run)

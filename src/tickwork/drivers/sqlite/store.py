@@ -23,10 +23,11 @@ from tickwork.drivers.sqlfiles import load_migrations, load_queries, split_state
 from tickwork.drivers.sqlite.calendars import SqliteCalendarMethods
 from tickwork.drivers.sqlite.claims import SqliteKeyMethods
 from tickwork.drivers.sqlite.connection import Connection, path_from_url, write_transaction
+from tickwork.drivers.sqlite.control import SqliteControlMethods, audit
 from tickwork.drivers.sqlite.occurrences import SqliteOccurrenceMethods
 from tickwork.drivers.sqlite.rows import from_us, job_from_row, to_us, to_us_or_none
 from tickwork.errors import Conflict, JobNotFound, StoreError
-from tickwork.models import Job, JobSpec
+from tickwork.models import AuditAction, Job, JobSpec
 
 Q = load_queries("tickwork.drivers.sqlite")
 MIGRATIONS = load_migrations("tickwork.drivers.sqlite")
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
     from tickwork.drivers.sqlite.admin import SqliteAdmin
 
 
-class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMethods):
+class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMethods,
+                  SqliteControlMethods):
     """``SqliteStore("sqlite:///tickwork.db")``; call ``migrate()`` once before use."""
 
     def __init__(self, url: str) -> None:
@@ -118,16 +120,19 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
             next_run, next_us = (None, None) if item.next_run_at is None else _stored(
                 instants, item.next_run_at)
             job = Job(id=item.id or new_id, spec=s, next_run_at=next_run, created_at=now,
-                      updated_at=now)
+                      updated_at=now, created_by=item.actor, updated_by=item.actor)
             jobs.append(job)
             rows.append((job.id, s.name, s.queue, s.priority, s.kind, s.overlap.value,
                          spec, json.dumps(s.tags) if s.tags else "[]", int(s.paused),
-                         next_us, now_us, now_us))
+                         next_us, now_us, now_us, item.actor, item.actor))
+        audits = [(row[10], row[12], AuditAction.CREATE.value, row[0], row[1], None, None)
+                  for row in rows]
 
         def run(conn: sqlite3.Connection) -> None:
             try:
                 with write_transaction(conn):
                     conn.executemany(Q["job_insert"], rows)
+                    conn.executemany(Q["audit_insert"], audits)
             except sqlite3.IntegrityError as exc:
                 # Named after the rollback: inside the transaction, the batch's own rows count
                 # as taken and the error would name the wrong job.
@@ -183,12 +188,14 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
                     cur = conn.execute(Q["job_update"], (
                         s.name, s.queue, s.priority, s.kind, s.overlap.value, spec_to_json(s),
                         json.dumps(s.tags), int(s.paused), to_us_or_none(p.next_run_at),
-                        to_us(p.now), p.id,
+                        to_us(p.now), p.actor, p.id,
                     ))
                 except sqlite3.IntegrityError as exc:
                     raise _name_conflict(conn, [s.name]) from exc
                 if cur.rowcount == 0:
                     raise JobNotFound(p.id)
+                audit(conn, p.now, p.actor, AuditAction.UPDATE, p.id, name=s.name,
+                      details=p.diff)
             return self._job_row(conn, p.id)
 
         return await self._conn.run(run)
@@ -200,8 +207,11 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
                 spec = _with_paused(current.spec, p.paused)
                 conn.execute(Q["job_set_paused"], (
                     int(p.paused), spec_to_json(spec), to_us_or_none(p.next_run_at),
-                    to_us(p.now), p.id,
+                    to_us(p.now), p.actor, p.id,
                 ))
+                audit(conn, p.now, p.actor,
+                      AuditAction.PAUSE if p.paused else AuditAction.RESUME, p.id,
+                      name=spec.name)
             return self._job_row(conn, p.id)
 
         return await self._conn.run(run)
@@ -210,10 +220,13 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
         def run(conn: sqlite3.Connection) -> None:
             now = to_us(p.now)
             with write_transaction(conn):
-                if conn.execute(Q["job_delete"], (now, now, p.id)).rowcount == 0:
+                if conn.execute(Q["job_delete"], (now, now, p.actor, p.id)).rowcount == 0:
                     raise JobNotFound(p.id)
                 conn.execute(Q["attempt_close_running_of_job"], (now, "job deleted", p.id))
-                conn.execute(Q["occurrence_cancel_job"], (now, now, "job deleted", p.id))
+                cancelled = conn.execute(
+                    Q["occurrence_cancel_job"], (now, now, "job deleted", p.id)).rowcount
+                audit(conn, p.now, p.actor, AuditAction.DELETE, p.id,
+                      details={"cancelled_runs": cancelled})
 
         await self._conn.run(run)
 

@@ -1,11 +1,12 @@
 -- name: job_copy
 COPY jobs (id, name, queue, priority, kind, overlap, timeout_seconds, spec, tags, paused,
-           next_run_at, shard, created_at, updated_at) FROM STDIN (FORMAT BINARY)
+           next_run_at, shard, created_at, updated_at, created_by, updated_by)
+FROM STDIN (FORMAT BINARY)
 
 -- name: job_insert
 INSERT INTO jobs (id, name, queue, priority, kind, overlap, timeout_seconds, spec, tags, paused,
-                  next_run_at, shard, created_at, updated_at)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                  next_run_at, shard, created_at, updated_at, created_by, updated_by)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 -- name: job_by_id
 SELECT * FROM jobs WHERE id = %s AND deleted_at IS NULL
@@ -22,7 +23,8 @@ SELECT id FROM jobs WHERE id = ANY(%b::text[])
 -- name: job_update
 UPDATE jobs
 SET name = %s, queue = %s, priority = %s, kind = %s, overlap = %s, timeout_seconds = %s,
-    spec = %s, tags = %s, paused = %s, next_run_at = %s, version = version + 1, updated_at = %s
+    spec = %s, tags = %s, paused = %s, next_run_at = %s, version = version + 1, updated_at = %s,
+    updated_by = %s
 WHERE id = %s AND deleted_at IS NULL
 RETURNING *
 
@@ -31,12 +33,14 @@ SELECT * FROM jobs WHERE id = %s AND deleted_at IS NULL FOR NO KEY UPDATE
 
 -- name: job_set_paused
 UPDATE jobs
-SET paused = %s, spec = %s, next_run_at = %s, version = version + 1, updated_at = %s
+SET paused = %s, spec = %s, next_run_at = %s, version = version + 1, updated_at = %s,
+    updated_by = %s
 WHERE id = %s AND deleted_at IS NULL
 RETURNING *
 
 -- name: job_delete
-UPDATE jobs SET deleted_at = %(now)s, next_run_at = NULL, updated_at = %(now)s
+UPDATE jobs SET deleted_at = %(now)s, next_run_at = NULL, updated_at = %(now)s,
+    updated_by = %(actor)s
 WHERE id = %(id)s AND deleted_at IS NULL
 
 -- name: job_due

@@ -126,7 +126,7 @@ WHERE o.queue = %s AND o.state IN ('scheduled', 'queued', 'retrying')
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused)
   AND NOT (j.overlap = 'buffer_all' AND (
       EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
-      OR (o.attempt = 0 AND EXISTS (
+      OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (
           SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
 
 -- name: attempt_list

@@ -1,7 +1,7 @@
 -- name: job_insert
 INSERT INTO jobs (id, name, queue, priority, kind, overlap, spec, tags, paused, next_run_at,
-                  created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                  created_at, updated_at, created_by, updated_by)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 -- name: job_by_id
 SELECT * FROM jobs WHERE id = ? AND deleted_at IS NULL
@@ -12,16 +12,16 @@ SELECT * FROM jobs WHERE name = ? AND deleted_at IS NULL
 -- name: job_update
 UPDATE jobs
 SET name = ?, queue = ?, priority = ?, kind = ?, overlap = ?, spec = ?, tags = ?, paused = ?,
-    next_run_at = ?, version = version + 1, updated_at = ?
+    next_run_at = ?, version = version + 1, updated_at = ?, updated_by = ?
 WHERE id = ? AND deleted_at IS NULL
 
 -- name: job_set_paused
 UPDATE jobs
-SET paused = ?, spec = ?, next_run_at = ?, version = version + 1, updated_at = ?
+SET paused = ?, spec = ?, next_run_at = ?, version = version + 1, updated_at = ?, updated_by = ?
 WHERE id = ? AND deleted_at IS NULL
 
 -- name: job_delete
-UPDATE jobs SET deleted_at = ?, next_run_at = NULL, updated_at = ?
+UPDATE jobs SET deleted_at = ?, next_run_at = NULL, updated_at = ?, updated_by = ?
 WHERE id = ? AND deleted_at IS NULL
 
 -- name: job_due

@@ -1,0 +1,42 @@
+-- name: audit_insert
+INSERT INTO audit_log (created_at, actor, action, job_id, job_name, scheduled_at, details)
+VALUES (%(now)s, %(actor)s, %(action)s, %(job_id)s,
+        COALESCE(%(name)s, (SELECT name FROM jobs WHERE id = %(job_id)s)),
+        %(scheduled_at)s, %(details)s)
+
+-- name: audit_insert_created
+-- One 'create' entry per job of a batch, read from the rows just written.
+INSERT INTO audit_log (created_at, actor, action, job_id, job_name)
+SELECT created_at, created_by, 'create', id, name FROM jobs WHERE id = ANY(%(ids)s::text[])
+
+-- name: jobs_deleted_by_ref
+SELECT * FROM jobs WHERE (id = %(ref)s OR name = %(ref)s) AND deleted_at IS NOT NULL
+ORDER BY deleted_at DESC
+LIMIT 100
+
+-- name: occurrence_for_control
+SELECT * FROM occurrences WHERE job_id = %(job_id)s AND scheduled_at = %(scheduled_at)s
+FOR UPDATE
+
+-- name: attempt_close_running
+-- Before occurrence_cancel_one: the attempt it stops gets an end.
+UPDATE attempts SET finished_at = %(now)s, outcome = 'failed', error = %(reason)s
+WHERE job_id = %(job_id)s AND scheduled_at = %(scheduled_at)s AND number = %(attempt)s
+  AND finished_at IS NULL
+
+-- name: occurrence_cancel_one
+UPDATE occurrences SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s,
+    lease_until = NULL, last_error = %(reason)s
+WHERE job_id = %(job_id)s AND scheduled_at = %(scheduled_at)s
+  AND state IN ('scheduled', 'queued', 'retrying', 'running')
+RETURNING *
+
+-- name: occurrence_retry
+-- Back to retrying, due now: the next claim takes it as attempt n + 1 (a started run is never
+-- skipped or missed, claiming.py). The job must not be deleted.
+UPDATE occurrences SET state = 'retrying', due_at = %(now)s, updated_at = %(now)s,
+    finished_at = NULL, lease_until = NULL, worker = NULL
+WHERE job_id = %(job_id)s AND scheduled_at = %(scheduled_at)s
+  AND state IN ('dead', 'crashed', 'cancelled')
+  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = occurrences.job_id AND j.deleted_at IS NULL)
+RETURNING *
