@@ -141,6 +141,14 @@ def require(scope: Scope) -> Callable[[Request], Awaitable[Principal]]:
     return check
 
 
+def actor_of(request: Request) -> str:
+    """Who a change is recorded as: the token's name; ``open-access`` without a token. Set
+    by ``require``, which runs first (route dependencies come before the handler's own)."""
+    name = getattr(request.state, TOKEN_STATE, None)
+    return name if isinstance(name, str) and name else "open-access"
+
+
+Actor = Annotated[str, Depends(actor_of)]
 READ = Depends(require(Scope.READ))
 WRITE = Depends(require(Scope.WRITE))
 ADMIN = Depends(require(Scope.ADMIN))

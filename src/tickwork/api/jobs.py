@@ -1,5 +1,6 @@
 """/api/v1/jobs: create (one or many), list, read, change, pause, resume, trigger, delete,
-backfill, preview and status. Thin handlers over ``AsyncClient``."""
+backfill, preview, status and audit. Thin handlers over ``AsyncClient``; every change is
+recorded with the token's name as its actor."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from tickwork.api.auth import READ, WRITE
+from tickwork.api.auth import READ, WRITE, Actor
 from tickwork.api.body import json_body
 from tickwork.api.deps import ClientDep, decode_cursor, encode_cursor
 from tickwork.api.errors import problems
@@ -31,12 +32,12 @@ WRITE_ERRORS = problems(401, 403, 404, 409, 413, 415, 422)
 
 @router.post("/jobs", status_code=201, dependencies=[WRITE], openapi_extra=CREATE_BODY,
              responses=WRITE_ERRORS, summary="Create a job, or many from an array (all or none)")
-async def create_jobs(client: ClientDep, body: Body) -> dict[str, Any]:
+async def create_jobs(client: ClientDep, actor: Actor, body: Body) -> dict[str, Any]:
     if isinstance(body, list):
         if not 1 <= len(body) <= MAX_BATCH:
             raise ValidationError("", f"send 1 to {MAX_BATCH} job documents (got {len(body)})")
-        return {"items": [job_json(j) for j in await client.create_jobs(body)]}
-    return job_json(await client.create_job(body))
+        return {"items": [job_json(j) for j in await client.create_jobs(body, actor=actor)]}
+    return job_json(await client.create_job(body, actor=actor))
 
 
 @router.get("/jobs", dependencies=[READ], responses=READ_ERRORS,
@@ -68,49 +69,50 @@ async def get_job(client: ClientDep, ref: Ref) -> dict[str, Any]:
 
 @router.patch("/jobs/{ref}", dependencies=[WRITE], openapi_extra=PATCH_BODY,
               responses=WRITE_ERRORS, summary="Change some fields; the others keep their values")
-async def update_job(client: ClientDep, ref: Ref, body: Body) -> dict[str, Any]:
+async def update_job(client: ClientDep, actor: Actor, ref: Ref, body: Body) -> dict[str, Any]:
     if not isinstance(body, Mapping):
         raise ValidationError("", "send a JSON object with the fields to change")
-    return job_json(await client.update_job(ref, body))
+    return job_json(await client.update_job(ref, body, actor=actor))
 
 
 @router.delete("/jobs/{ref}", status_code=204, dependencies=[WRITE], responses=WRITE_ERRORS,
                summary="Delete a job: its waiting runs are cancelled, its history stays")
-async def delete_job(client: ClientDep, ref: Ref) -> Response:
-    await client.delete_job(ref)
+async def delete_job(client: ClientDep, actor: Actor, ref: Ref) -> Response:
+    await client.delete_job(ref, actor=actor)
     return Response(status_code=204)
 
 
 @router.post("/jobs/{ref}/pause", dependencies=[WRITE], responses=WRITE_ERRORS,
              summary="Pause: no new runs are planned or started")
-async def pause_job(client: ClientDep, ref: Ref) -> dict[str, Any]:
-    return job_json(await client.pause_job(ref))
+async def pause_job(client: ClientDep, actor: Actor, ref: Ref) -> dict[str, Any]:
+    return job_json(await client.pause_job(ref, actor=actor))
 
 
 @router.post("/jobs/{ref}/resume", dependencies=[WRITE], responses=WRITE_ERRORS,
              summary="Resume from now on; paused fire times are not made up")
-async def resume_job(client: ClientDep, ref: Ref) -> dict[str, Any]:
-    return job_json(await client.resume_job(ref))
+async def resume_job(client: ClientDep, actor: Actor, ref: Ref) -> dict[str, Any]:
+    return job_json(await client.resume_job(ref, actor=actor))
 
 
 @router.post("/jobs/{ref}/trigger", status_code=201, dependencies=[WRITE],
              responses=WRITE_ERRORS, summary="Run once now, with an idempotency key of its own")
-async def trigger_job(client: ClientDep, ref: Ref) -> dict[str, Any]:
+async def trigger_job(client: ClientDep, actor: Actor, ref: Ref) -> dict[str, Any]:
     job = await client.get_job(ref)
-    return run_json(await client.trigger_job(job.id), job.spec.name)
+    return run_json(await client.trigger_job(job.id, actor=actor), job.spec.name)
 
 
 @router.post("/jobs/{ref}/backfill", dependencies=[WRITE], openapi_extra=BACKFILL_BODY,
              responses=WRITE_ERRORS,
              summary="Create runs (trigger=backfill) for each fire time in [from, to)")
-async def backfill_job(client: ClientDep, ref: Ref, body: Body) -> dict[str, Any]:
+async def backfill_job(client: ClientDep, actor: Actor, ref: Ref, body: Body) -> dict[str, Any]:
     fields = _object(body, {"from", "to", "limit"}, required={"from", "to"})
     limit = fields.get("limit", MAX_BATCH)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_BATCH:
         raise ValidationError("limit", f"must be an integer from 1 to {MAX_BATCH}")
     job = await client.get_job(ref)
     result = await client.backfill(job.id, parse_instant(fields["from"], "from"),
-                                   parse_instant(fields["to"], "to"), limit=limit)
+                                   parse_instant(fields["to"], "to"), limit=limit,
+                                   actor=actor)
     return {"created": result.created,
             "items": [run_json(o, job.spec.name) for o in result.occurrences]}
 

@@ -1,17 +1,19 @@
-"""/api/v1/runs: occurrences with filters and cursor pagination, and one run's attempts."""
+"""/api/v1/runs: occurrences with filters and cursor pagination, one run's attempts, run
+control (cancel, retry) and the audit trail (/api/v1/audit, /api/v1/jobs/{ref}/audit)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
-from tickwork.api.auth import READ
+from tickwork.api.auth import READ, WRITE, Actor
 from tickwork.api.deps import ClientDep, decode_cursor, encode_cursor
 from tickwork.api.errors import problems
 from tickwork.api.schemas import STATES
 from tickwork.document import parse_instant
-from tickwork.document.render import attempt_json, run_json, when
+from tickwork.document.render import attempt_json, audit_json, run_json, when
 from tickwork.errors import JobNotFound, ValidationError
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
@@ -48,9 +50,9 @@ async def list_runs(
     names: dict[str, str | None] = {}
     for run in page:
         if run.job_id not in names:
-            try:
-                names[run.job_id] = (await client.get_job(run.job_id)).spec.name
-            except JobNotFound:  # deleted: its history stays
+            try:  # a deleted job's history stays, under the name it had
+                names[run.job_id] = (await client.jobs_by_ref(run.job_id))[0].spec.name
+            except JobNotFound:
                 names[run.job_id] = None
     last = page[-1] if page else None
     return {"items": [run_json(r, names[r.job_id]) for r in page],
@@ -62,6 +64,62 @@ async def list_runs(
             responses=problems(401, 403, 404, 422),
             summary="One run and every attempt of it, with output and error")
 async def get_run(client: ClientDep, ref: str, scheduled_at: str) -> dict[str, Any]:
-    job = await client.get_job(ref)
-    run, attempts = await client.get_run(job.id, parse_instant(scheduled_at, "scheduled_at"))
+    job, run, attempts = await client.find_run(ref, parse_instant(scheduled_at, "scheduled_at"))
     return {"run": run_json(run, job.spec.name), "attempts": [attempt_json(a) for a in attempts]}
+
+
+@router.post("/jobs/{ref}/runs/{scheduled_at}/cancel", dependencies=[WRITE],
+             responses=problems(401, 403, 404, 409, 422),
+             summary="Cancel a waiting or running run; a running attempt is stopped")
+async def cancel_run(client: ClientDep, actor: Actor, ref: str,
+                     scheduled_at: str) -> dict[str, Any]:
+    job = await client.get_job(ref)
+    run = await client.cancel_run(job.id, parse_instant(scheduled_at, "scheduled_at"),
+                                  actor=actor)
+    return run_json(run, job.spec.name)
+
+
+@router.post("/jobs/{ref}/runs/{scheduled_at}/retry", dependencies=[WRITE],
+             responses=problems(401, 403, 404, 409, 422),
+             summary="Run a dead, crashed or cancelled run again now, as its next attempt")
+async def retry_run(client: ClientDep, actor: Actor, ref: str,
+                    scheduled_at: str) -> dict[str, Any]:
+    job = await client.get_job(ref)
+    run = await client.retry_run(job.id, parse_instant(scheduled_at, "scheduled_at"),
+                                 actor=actor)
+    return run_json(run, job.spec.name)
+
+
+@router.get("/jobs/{ref}/audit", dependencies=[READ], responses=problems(401, 403, 404, 422),
+            summary="A job's recorded changes (a deleted job's too), oldest first")
+async def job_audit(
+    client: ClientDep, ref: str, *, cursor: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 100,
+) -> dict[str, Any]:
+    return await _audit_page(client, ref, None, cursor, limit)
+
+
+@router.get("/audit", dependencies=[READ], responses=problems(401, 403, 422),
+            summary="Every recorded change to jobs and runs, oldest first")
+async def audit(
+    client: ClientDep, *,
+    since: Annotated[str | None, Query(description="at or after (RFC 3339)")] = None,
+    cursor: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 100,
+) -> dict[str, Any]:
+    return await _audit_page(client, None, parse_instant(since, "since") if since else None,
+                             cursor, limit)
+
+
+async def _audit_page(client: ClientDep, job: str | None, since: datetime | None,
+                      cursor: str | None, limit: int) -> dict[str, Any]:
+    after = None
+    if cursor:
+        value = decode_cursor(cursor, 1)[0]
+        if not value.isdigit():
+            raise ValidationError("cursor", "is not a cursor this API returned")
+        after = int(value)
+    entries = await client.audit(job=job, since=since, after_id=after, limit=limit + 1)
+    page = entries[:limit]
+    return {"items": [audit_json(e) for e in page],
+            "next_cursor": encode_cursor([str(page[-1].id)]) if len(entries) > limit else None}

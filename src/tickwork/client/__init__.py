@@ -8,6 +8,7 @@ already runs an event loop.
 from __future__ import annotations
 
 import asyncio
+import getpass
 import threading
 from collections.abc import (
     Awaitable,
@@ -18,7 +19,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -38,6 +39,7 @@ from tickwork.document import (
     parse_job_document,
     to_spec,
 )
+from tickwork.document.render import spec_diff
 from tickwork.document.text import not_unicode
 from tickwork.drivers import open_driver
 from tickwork.drivers.admin import (
@@ -52,6 +54,7 @@ from tickwork.drivers.admin import (
 )
 from tickwork.drivers.base import (
     MAX_BATCH,
+    AuditListParams,
     JobCreateManyParams,
     JobCreateParams,
     JobDeleteParams,
@@ -59,15 +62,19 @@ from tickwork.drivers.base import (
     JobSetPausedParams,
     JobUpdateParams,
     NewOccurrence,
+    OccurrenceCancelOneParams,
     OccurrenceInsertParams,
     OccurrenceListParams,
+    OccurrenceRetryParams,
     Store,
 )
 from tickwork.drivers.calendars import CalendarCache, StoredCalendar
-from tickwork.errors import ValidationError
+from tickwork.errors import JobNotFound, OccurrenceNotFound, ValidationError
 from tickwork.executors.admission import JobPolicy
 from tickwork.models import (
     Attempt,
+    AuditAction,
+    AuditEntry,
     Job,
     JobSpec,
     Occurrence,
@@ -108,8 +115,17 @@ def to_specs(jobs: Iterable[JobInput],
         yield spec
 
 
+def os_user() -> str | None:
+    """Who runs this process, as the audit trail names a CLI or Python client user."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name and no passwd entry (some containers)
+        return None
+
+
 def create_params(specs: Iterable[JobSpec], now: datetime,
-                  calendars: Mapping[str, Calendar] | None = None) -> Iterator[JobCreateParams]:
+                  calendars: Mapping[str, Calendar] | None = None,
+                  actor: str | None = None) -> Iterator[JobCreateParams]:
     """What the store creates for ``specs``: each job's first run is computed (and checked to
     come) once per distinct schedule object (parsing hands out one per distinct schedule
     document), with ``calendars`` for schedules that name some."""
@@ -123,7 +139,7 @@ def create_params(specs: Iterable[JobSpec], now: datetime,
             except ValidationError as exc:
                 raise ValidationError(f"[{index}].{exc.field}", exc.reason) from exc
             firsts[id(spec.schedule)] = known
-        yield JobCreateParams(spec=spec, next_run_at=known[1], now=now)
+        yield JobCreateParams(spec=spec, next_run_at=known[1], now=now, actor=actor)
 
 
 def _check_texts(**fields: str | None) -> None:
@@ -138,13 +154,19 @@ class AsyncClient(CalendarMethods):
     def __init__(self, store: Store, *, clock: Clock | None = None,
                  on_change: Callable[[], None] | None = None,
                  after_insert: Callable[[Sequence[Occurrence]], Awaitable[object]] | None = None,
-                 policy: JobPolicy | None = None) -> None:
+                 policy: JobPolicy | None = None, actor: str | None = None,
+                 on_cancel: Callable[[], None] | None = None) -> None:
         self.store = store
+        # Who the audit trail names for changes made through this client, unless a call
+        # names someone else (the API names the token): by default the OS user.
+        self.actor = actor if actor is not None else os_user()
         # What this process knows of what workers may run: a job that could never run is
         # refused when it is created or changed (the worker checks again before each attempt).
         self.policy = policy
         self.clock = clock or SystemClock()
         self.on_change = on_change  # the embedded service wakes its workers through this
+        # ... and heartbeats at once through this, so a cancelled run stops without delay
+        self.on_cancel = on_cancel
         # Triggers and backfills hand what they stored to this, once committed: with Redis
         # dispatch, DueFeeder.add_waiting (it logs a failure; the reconciler repairs it).
         self.after_insert = after_insert
@@ -161,11 +183,15 @@ class AsyncClient(CalendarMethods):
 
     @classmethod
     async def open(cls, database: str = "sqlite:///tickwork.db", *, clock: Clock | None = None,
-                   migrate: bool = True, policy: JobPolicy | None = None) -> AsyncClient:
+                   migrate: bool = True, policy: JobPolicy | None = None,
+                   actor: str | None = None) -> AsyncClient:
         store = open_driver(database).store
         if migrate:
             await store.migrate()
-        return cls(store, clock=clock, policy=policy)
+        return cls(store, clock=clock, policy=policy, actor=actor)
+
+    def _who(self, actor: str | None) -> str | None:
+        return actor if actor is not None else self.actor
 
     def on_close(self, close: Callable[[], Awaitable[object]]) -> None:
         """Also run ``close`` when this client closes (e.g. an attached dispatch)."""
@@ -188,18 +214,19 @@ class AsyncClient(CalendarMethods):
 
     # -- jobs --------------------------------------------------------------------------------
 
-    async def create_job(self, job: JobInput) -> Job:
+    async def create_job(self, job: JobInput, *, actor: str | None = None) -> Job:
         spec = to_spec(job)
         self._check(spec)
         now = self.clock.now()
         next_run = await self._first_run(spec, now)
         check_runs(spec, next_run, now)
         created = await self.store.job_create(
-            JobCreateParams(spec=spec, next_run_at=next_run, now=now))
+            JobCreateParams(spec=spec, next_run_at=next_run, now=now, actor=self._who(actor)))
         self._changed()
         return created
 
-    async def create_jobs(self, jobs: Iterable[JobInput]) -> list[Job]:
+    async def create_jobs(self, jobs: Iterable[JobInput], *,
+                          actor: str | None = None) -> list[Job]:
         """Many jobs in one store transaction: all are created, or none (errors name the index).
 
         Each document is validated as the store takes it, so the store writes the first jobs
@@ -213,7 +240,8 @@ class AsyncClient(CalendarMethods):
             check_calendars(spec, calendars)
 
         created = await self.store.job_create_many(
-            JobCreateManyParams(jobs=create_params(to_specs(jobs, check), now, calendars)))
+            JobCreateManyParams(jobs=create_params(to_specs(jobs, check), now, calendars,
+                                                   self._who(actor))))
         self._changed()
         return created
 
@@ -256,7 +284,8 @@ class AsyncClient(CalendarMethods):
                 break
         return found
 
-    async def update_job(self, ref: str, changes: Mapping[str, Any]) -> Job:
+    async def update_job(self, ref: str, changes: Mapping[str, Any], *,
+                         actor: str | None = None) -> Job:
         """Change some fields of a job; the others keep their values."""
         current = await self._job(ref)
         spec = parse_job_document(changes, defaults=current.spec).spec
@@ -270,16 +299,18 @@ class AsyncClient(CalendarMethods):
         elif next_run is None:
             next_run = await self._first_run(spec, now)
         updated = await self.store.job_update(
-            JobUpdateParams(id=current.id, spec=spec, next_run_at=next_run, now=now))
+            JobUpdateParams(id=current.id, spec=spec, next_run_at=next_run, now=now,
+                            actor=self._who(actor), diff=spec_diff(current.spec, spec)))
         self._changed()
         return updated
 
-    async def pause_job(self, ref: str) -> Job:
+    async def pause_job(self, ref: str, *, actor: str | None = None) -> Job:
         job = await self._job(ref)
         return await self.store.job_set_paused(JobSetPausedParams(
-            id=job.id, paused=True, next_run_at=job.next_run_at, now=self.clock.now()))
+            id=job.id, paused=True, next_run_at=job.next_run_at, now=self.clock.now(),
+            actor=self._who(actor)))
 
-    async def resume_job(self, ref: str) -> Job:
+    async def resume_job(self, ref: str, *, actor: str | None = None) -> Job:
         """Resume from now on: fire times that fell while paused are not made up."""
         job = await self._job(ref)
         now = self.clock.now()
@@ -287,26 +318,28 @@ class AsyncClient(CalendarMethods):
         if job.spec.schedule.type != "at":
             next_run = (await self.schedule_of(job.spec)).first_at_or_after(now)
         resumed = await self.store.job_set_paused(JobSetPausedParams(
-            id=job.id, paused=False, next_run_at=next_run, now=now))
+            id=job.id, paused=False, next_run_at=next_run, now=now, actor=self._who(actor)))
         self._changed()
         return resumed
 
-    async def trigger_job(self, ref: str) -> Occurrence:
+    async def trigger_job(self, ref: str, *, actor: str | None = None) -> Occurrence:
         """Run the job now, once, outside its schedule (with an idempotency key of its own)."""
         job = await self._job(ref)
         now = self.clock.now()
         stored = await self.store.occurrence_insert(OccurrenceInsertParams(occurrences=[
             NewOccurrence(job_id=job.id, scheduled_at=now, due_at=now, queue=job.spec.queue,
                           priority=job.spec.priority, max_attempts=job.spec.retry.max_attempts,
-                          trigger=Trigger.MANUAL)], now=now))
+                          trigger=Trigger.MANUAL)], now=now,
+            audit=AuditAction.TRIGGER, actor=self._who(actor)))
         if self.after_insert is not None:
             await self.after_insert(stored)
         self._changed()
         return stored[0]
 
-    async def delete_job(self, ref: str) -> None:
+    async def delete_job(self, ref: str, *, actor: str | None = None) -> None:
         job = await self._job(ref)
-        await self.store.job_delete(JobDeleteParams(id=job.id, now=self.clock.now()))
+        await self.store.job_delete(JobDeleteParams(id=job.id, now=self.clock.now(),
+                                                    actor=self._who(actor)))
 
     async def preview(self, job: JobInput | str, n: int = 5,
                       after: datetime | None = None) -> list[datetime]:
@@ -314,7 +347,7 @@ class AsyncClient(CalendarMethods):
         return preview(await self.schedule_of(spec), after or self.clock.now(), n)
 
     async def backfill(self, ref: str, since: datetime, until: datetime, *,
-                       limit: int = MAX_BATCH) -> Backfill:
+                       limit: int = MAX_BATCH, actor: str | None = None) -> Backfill:
         """Occurrences for each fire time in ``[since, until)``, due now, with trigger
         ``backfill``. Idempotent: a fire time that already has an occurrence keeps it."""
         job = await self._job(ref)
@@ -342,7 +375,9 @@ class AsyncClient(CalendarMethods):
         stored = await self.store.occurrence_insert(OccurrenceInsertParams(occurrences=[
             NewOccurrence(job_id=job.id, scheduled_at=t, due_at=now, queue=job.spec.queue,
                           priority=job.spec.priority, max_attempts=job.spec.retry.max_attempts,
-                          trigger=Trigger.BACKFILL) for t in times], now=now))
+                          trigger=Trigger.BACKFILL) for t in times], now=now,
+            audit=AuditAction.BACKFILL, actor=self._who(actor),
+            details={"from": since.isoformat(), "to": until.isoformat(), "runs": len(times)}))
         created = sum(1 for t in times if t not in existing)  # for the report only
         if self.after_insert is not None:
             await self.after_insert(stored)
@@ -389,15 +424,38 @@ class AsyncClient(CalendarMethods):
                         newest_first: bool = True) -> list[Occurrence]:
         """Up to ``limit`` runs, read in pages of the store's batch bound; ``before`` is the
         (scheduled_at, job_id) of the row the listing continues after."""
-        job_id = (await self._job(job)).id if job else None
+        job_ids: list[str | None] = [None]
+        if job:
+            job_ids = [j.id for j in await self.jobs_by_ref(job)]
         found: list[Occurrence] = []
-        while len(found) < limit:
-            want = min(limit - len(found), MAX_BATCH)
-            last = (found[-1].scheduled_at, found[-1].job_id) if found else before
-            page = await self.store.occurrence_list(OccurrenceListParams(
-                job_id=job_id, queue=queue, states=[OccurrenceState(s) for s in states],
-                since=since,
-                until=until, before=last, limit=want, newest_first=newest_first))
+        for job_id in job_ids:  # one, unless a name was reused by jobs since deleted
+            found.extend(await self._list_runs(job_id, OccurrenceListParams(
+                queue=queue, states=[OccurrenceState(s) for s in states], since=since,
+                until=until, before=before, limit=limit, newest_first=newest_first)))
+        if len(job_ids) > 1:
+            found.sort(key=lambda o: (o.scheduled_at, o.job_id), reverse=newest_first)
+            del found[limit:]
+        return found
+
+    async def jobs_by_ref(self, ref: str) -> list[Job]:
+        """The job with this id or name; if there is none, the deleted jobs that had it (most
+        recently deleted first), whose history stays. JobNotFound if neither."""
+        try:
+            return [await self._job(ref)]
+        except JobNotFound:
+            deleted = await self.store.job_get_deleted(ref)
+            if not deleted:
+                raise
+            return deleted
+
+    async def _list_runs(self, job_id: str | None,
+                         p: OccurrenceListParams) -> list[Occurrence]:
+        found: list[Occurrence] = []
+        while len(found) < p.limit:
+            want = min(p.limit - len(found), MAX_BATCH)
+            last = (found[-1].scheduled_at, found[-1].job_id) if found else p.before
+            page = await self.store.occurrence_list(replace(
+                p, job_id=job_id, before=last, limit=want))
             found.extend(page)
             if len(page) < want:
                 break
@@ -407,6 +465,57 @@ class AsyncClient(CalendarMethods):
         job_id = (await self._job(job)).id
         occurrence = await self.store.occurrence_get(job_id, scheduled_at)
         return occurrence, await self.store.attempt_list(job_id, scheduled_at)
+
+    async def find_run(self, job: str, scheduled_at: datetime
+                       ) -> tuple[Job, Occurrence, list[Attempt]]:
+        """A run by its job's id or name (a deleted job's too), with its attempts."""
+        jobs = await self.jobs_by_ref(job)
+        for found in jobs:
+            try:
+                occurrence = await self.store.occurrence_get(found.id, scheduled_at)
+            except OccurrenceNotFound:
+                if found is jobs[-1]:
+                    raise
+                continue
+            return found, occurrence, await self.store.attempt_list(found.id, scheduled_at)
+        raise JobNotFound(job)  # jobs_by_ref returns at least one
+
+    async def cancel_run(self, job: str, scheduled_at: datetime, *,
+                         actor: str | None = None) -> Occurrence:
+        """Cancel a waiting or running run: it ends ``cancelled``, naming who cancelled it.
+        A running attempt is stopped by its worker at its next heartbeat (an HTTP request
+        aborted, a shell job's process group killed, an async callable cancelled; a sync
+        callable's thread cannot be stopped: it runs out and its result is discarded).
+        Conflict if the run already ended."""
+        job_id = (await self._job(job)).id
+        cancelled = await self.store.occurrence_cancel_one(OccurrenceCancelOneParams(
+            job_id=job_id, scheduled_at=scheduled_at, now=self.clock.now(),
+            actor=self._who(actor)))
+        if self.on_cancel is not None:
+            self.on_cancel()
+        return cancelled
+
+    async def retry_run(self, job: str, scheduled_at: datetime, *,
+                        actor: str | None = None) -> Occurrence:
+        """Run a dead, crashed or cancelled run again now, as its next attempt, with the same
+        idempotency key, whatever the job's overlap policy. Conflict for any other state."""
+        job_id = (await self._job(job)).id
+        retried = await self.store.occurrence_retry(OccurrenceRetryParams(
+            job_id=job_id, scheduled_at=scheduled_at, now=self.clock.now(),
+            actor=self._who(actor)))
+        if self.after_insert is not None:  # with Redis dispatch: armed again
+            await self.after_insert([retried])
+        self._changed()
+        return retried
+
+    # -- audit -------------------------------------------------------------------------------
+
+    async def audit(self, *, job: str | None = None, since: datetime | None = None,
+                    after_id: int | None = None, limit: int = 100) -> list[AuditEntry]:
+        """Recorded changes, oldest first; of one job (a deleted one too) if ``job`` is set."""
+        job_id = (await self.jobs_by_ref(job))[0].id if job else None
+        return await self.store.audit_list(AuditListParams(
+            job_id=job_id, since=since, after_id=after_id, limit=limit))
 
 
 class Client:
@@ -449,11 +558,11 @@ class Client:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def create_job(self, job: JobInput) -> Job:
-        return self._run(self._inner.create_job(job))
+    def create_job(self, job: JobInput, *, actor: str | None = None) -> Job:
+        return self._run(self._inner.create_job(job, actor=actor))
 
-    def create_jobs(self, jobs: Iterable[JobInput]) -> list[Job]:
-        return self._run(self._inner.create_jobs(list(jobs)))
+    def create_jobs(self, jobs: Iterable[JobInput], *, actor: str | None = None) -> list[Job]:
+        return self._run(self._inner.create_jobs(list(jobs), actor=actor))
 
     def get_job(self, ref: str) -> Job:
         return self._run(self._inner.get_job(ref))
@@ -461,20 +570,21 @@ class Client:
     def list_jobs(self, **filters: Any) -> list[Job]:
         return self._run(self._inner.list_jobs(**filters))
 
-    def update_job(self, ref: str, changes: Mapping[str, Any]) -> Job:
-        return self._run(self._inner.update_job(ref, changes))
+    def update_job(self, ref: str, changes: Mapping[str, Any], *,
+                   actor: str | None = None) -> Job:
+        return self._run(self._inner.update_job(ref, changes, actor=actor))
 
-    def pause_job(self, ref: str) -> Job:
-        return self._run(self._inner.pause_job(ref))
+    def pause_job(self, ref: str, *, actor: str | None = None) -> Job:
+        return self._run(self._inner.pause_job(ref, actor=actor))
 
-    def resume_job(self, ref: str) -> Job:
-        return self._run(self._inner.resume_job(ref))
+    def resume_job(self, ref: str, *, actor: str | None = None) -> Job:
+        return self._run(self._inner.resume_job(ref, actor=actor))
 
-    def trigger_job(self, ref: str) -> Occurrence:
-        return self._run(self._inner.trigger_job(ref))
+    def trigger_job(self, ref: str, *, actor: str | None = None) -> Occurrence:
+        return self._run(self._inner.trigger_job(ref, actor=actor))
 
-    def delete_job(self, ref: str) -> None:
-        self._run(self._inner.delete_job(ref))
+    def delete_job(self, ref: str, *, actor: str | None = None) -> None:
+        self._run(self._inner.delete_job(ref, actor=actor))
 
     def preview(self, job: JobInput | str, n: int = 5,
                 after: datetime | None = None) -> list[datetime]:
@@ -512,6 +622,17 @@ class Client:
 
     def get_run(self, job: str, scheduled_at: datetime) -> tuple[Occurrence, list[Attempt]]:
         return self._run(self._inner.get_run(job, scheduled_at))
+
+    def cancel_run(self, job: str, scheduled_at: datetime, *,
+                   actor: str | None = None) -> Occurrence:
+        return self._run(self._inner.cancel_run(job, scheduled_at, actor=actor))
+
+    def retry_run(self, job: str, scheduled_at: datetime, *,
+                  actor: str | None = None) -> Occurrence:
+        return self._run(self._inner.retry_run(job, scheduled_at, actor=actor))
+
+    def audit(self, **filters: Any) -> list[AuditEntry]:
+        return self._run(self._inner.audit(**filters))
 
 
 

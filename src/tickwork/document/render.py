@@ -7,7 +7,7 @@ from typing import Any
 
 from tickwork.document import job_document
 from tickwork.drivers.calendars import StoredCalendar
-from tickwork.models import Attempt, Job, Occurrence, rfc3339
+from tickwork.models import Attempt, AuditEntry, Job, JobSpec, Occurrence, rfc3339
 from tickwork.schedules.structured import Fire
 
 
@@ -17,7 +17,21 @@ def when(dt: datetime | None) -> str | None:
 
 def job_json(job: Job) -> dict[str, Any]:
     return {"id": job.id, **job_document(job.spec), "next_run_at": when(job.next_run_at),
-            "created_at": when(job.created_at), "updated_at": when(job.updated_at)}
+            "created_at": when(job.created_at), "updated_at": when(job.updated_at),
+            "created_by": job.created_by, "updated_by": job.updated_by}
+
+
+def spec_diff(before: JobSpec, after: JobSpec) -> dict[str, Any]:
+    """The job document's top-level fields that differ: ``{field: {"before", "after"}}``."""
+    old, new = job_document(before), job_document(after)
+    return {key: {"before": old.get(key), "after": new.get(key)}
+            for key in sorted(old.keys() | new.keys()) if old.get(key) != new.get(key)}
+
+
+def audit_json(entry: AuditEntry) -> dict[str, Any]:
+    return {"id": entry.id, "at": when(entry.at), "actor": entry.actor,
+            "action": entry.action.value, "job_id": entry.job_id, "job_name": entry.job_name,
+            "scheduled_at": when(entry.scheduled_at), "details": entry.details}
 
 
 def run_json(occ: Occurrence, job_name: str | None = None) -> dict[str, Any]:

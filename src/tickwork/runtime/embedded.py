@@ -81,7 +81,7 @@ class EmbeddedService(Process):
         worker = assemble.worker_id(s)
         await self._start_redis(worker)
         self.client = AsyncClient(
-            self.store, clock=self.clock, on_change=self._wake,
+            self.store, clock=self.clock, on_change=self._wake, on_cancel=self._beat,
             policy=JobPolicy(self.executor_settings, runs_jobs=True),
             after_insert=self.redis.feeder.add_waiting if self.redis else None)
         self.pool = assemble.worker_pool(s, store=self.store, clock=self.clock,
@@ -170,6 +170,10 @@ class EmbeddedService(Process):
     def _wake(self) -> None:
         if self.pool is not None:
             self.pool.wake()
+
+    def _beat(self) -> None:
+        if self.pool is not None:
+            self.pool.heartbeat_soon()
 
     async def _start_api(self) -> None:
         from tickwork.api.app import create_app  # noqa: PLC0415  (FastAPI loads only to serve)

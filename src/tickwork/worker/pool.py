@@ -116,6 +116,7 @@ class WorkerPool:
             poll_interval_seconds=poll_interval_seconds)
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
+        self._beat_now = asyncio.Event()  # heartbeat_soon: a run was cancelled here
         self.released = 0  # attempts given back at stop: their threads may still be running
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -126,6 +127,11 @@ class WorkerPool:
         for q in self.queues.values():
             self._tasks.append(asyncio.create_task(self._fetch_loop(q), name=f"fetch-{q.name}"))
         self._tasks.append(asyncio.create_task(self._heartbeat_loop(), name="heartbeat"))
+
+    def heartbeat_soon(self) -> None:
+        """Heartbeat now, not at the next beat: a run was cancelled, and its attempt (if it
+        runs here) stops as soon as the store says its lease is gone."""
+        self._beat_now.set()
 
     def wake(self, queue: str | None = None) -> None:
         """Look for due work now (new occurrences, a trigger, a rescue), not at the next poll."""
@@ -310,7 +316,8 @@ class WorkerPool:
 
     async def _heartbeat_loop(self) -> None:
         while True:
-            await self.clock.sleep(self.heartbeat_seconds)
+            await wait_event(self.clock, self._beat_now, self.heartbeat_seconds)
+            self._beat_now.clear()
             try:
                 await self.heartbeat_once(self.clock.now())
             except asyncio.CancelledError:

@@ -221,8 +221,8 @@ class ControlConformance:
             jobs = await store.job_create_many(JobCreateManyParams(jobs=[
                 create_params(job_spec(f"b{i}")) for i in range(3)]))
             entries = await store.audit_list(AuditListParams())
-            assert sorted(e.job_id for e in entries if e.action is AuditAction.CREATE) == sorted(
-                j.id for j in jobs)
+            created = sorted(str(e.job_id) for e in entries if e.action is AuditAction.CREATE)
+            assert created == sorted(j.id for j in jobs)
 
     class TestDeletedJobs:
         async def test_found_by_id_and_name(self, store: Store) -> None:
