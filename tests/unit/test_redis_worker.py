@@ -274,3 +274,22 @@ async def test_degraded_mode_claims_from_the_store_and_returns(
         await source.stop()
         await dispatch.close()
         await server.kill()
+
+
+async def test_a_retried_run_is_armed_again_and_runs_its_next_attempt(stack: Stack) -> None:
+    at = stack.clock.now()
+    await stack.client.create_job({
+        "name": "refused", "schedule": {"at": rfc3339(at)}, "kind": "http",
+        "payload": {"url": "http://127.0.0.1:9/"}, "retry": {"max_attempts": 1}})
+    await stack.planner.run_once(stack.clock.now())
+    assert (await stack.redis.promoter.run_once()).moved == 1
+    stack.start()
+    (dead,) = await stack.completed(1)
+    assert (dead.attempt, dead.state) == (1, S.DEAD)
+    stack.clock.advance(1)
+    retried = await stack.client.retry_run("refused", at, actor="ops")
+    assert retried.state is S.RETRYING
+    assert await stack.dispatch.due_count(DueCountParams("default")) == 1  # armed again
+    assert (await stack.redis.promoter.run_once()).moved == 1
+    (again,) = await stack.completed(1)
+    assert (again.attempt, again.state) == (2, S.DEAD)
