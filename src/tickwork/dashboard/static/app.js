@@ -248,6 +248,7 @@ async function jobPage(ref) {
   const times = el("ol", { class: "times" });
   const description = el("p", { class: "muted" });
   const rows = el("tbody", { id: "runs" });
+  const history = el("tbody");
   const action = (label, path, cls) => el("button", { type: "button", class: cls, text: label, onclick: async (e) => {
     e.target.disabled = true;
     try {
@@ -270,12 +271,15 @@ async function jobPage(ref) {
       el("div", { class: "card" }, el("h2", { text: "Definition" }), el("dl", { class: "kv" },
         [["Kind", job.kind], ["Schedule", scheduleText(job.schedule)], ["Queue", `${job.queue} (priority ${job.priority})`],
         ["Retries", `${job.retry.max_attempts} attempts, backoff ${job.retry.backoff_base_seconds}s…${job.retry.backoff_max_seconds}s`],
-        ["Timeout", `${job.timeout_seconds}s`], ["Overlap", job.overlap], ["Tags", job.tags.join(", ") || "—"]].map(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })])),
+        ["Timeout", `${job.timeout_seconds}s`], ["Overlap", job.overlap], ["Tags", job.tags.join(", ") || "—"],
+        ["Created", `${fmt(job.created_at)} by ${job.created_by || "—"}`], ["Changed", `${fmt(job.updated_at)} by ${job.updated_by || "—"}`]].map(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })])),
         el("pre", { text: JSON.stringify(job.payload, null, 2) })),
       el("div", { class: "card" }, el("h2", { text: "Status" }), status),
       el("div", { class: "card" }, el("h2", { text: `Next fire times (${TZ})` }), description, times)),
     el("div", { class: "card" }, el("h2", { text: "Run history" }), el("table", {},
-      el("thead", {}, el("tr", {}, ["Scheduled", "State", "Attempt", "Trigger", "Worker", "Finished", "Last error"].map((t) => el("th", { text: t })))), rows)));
+      el("thead", {}, el("tr", {}, ["Scheduled", "State", "Attempt", "Trigger", "Worker", "Finished", "Last error", ""].map((t) => el("th", { text: t })))), rows)),
+    el("div", { class: "card" }, el("h2", { text: "History" }), el("table", { id: "job-history" },
+      el("thead", {}, el("tr", {}, ["When", "Who", "What", "Details"].map((t) => el("th", { text: t })))), history)));
   const preview = await api("GET", `/api/v1/jobs/${enc(job.id)}/preview?count=5`);
   description.textContent = preview.description;
   if (job.paused) times.replaceChildren(el("li", { class: "muted", text: "Paused: nothing fires until it is resumed." }));
@@ -296,16 +300,27 @@ async function jobPage(ref) {
         el("td", {}, el("a", { href: runHref(job.id, r.scheduled_at), onclick: (e) => e.stopPropagation(), text: fmt(r.scheduled_at) })),
         el("td", {}, badge(r.state)), el("td", { text: `${r.attempt}/${r.max_attempts}` }),
         el("td", { text: r.trigger }), el("td", { text: r.worker || "" }), el("td", { text: r.finished_at ? fmt(r.finished_at) : "" }),
-        el("td", { class: "muted", text: r.last_error || "" }));
+        el("td", { class: "muted", text: r.last_error || "" }), el("td", {}, runControl(r, msg, refresh)));
       if (!open.has(key)) return [row];
-      const cell = el("td", { colspan: 7 }, el("span", { class: "muted", text: "Loading attempts…" }));
+      const cell = el("td", { colspan: 8 }, el("span", { class: "muted", text: "Loading attempts…" }));
       api("GET", `/api/v1/jobs/${enc(job.id)}/runs/${enc(key)}`).then((d) => cell.replaceChildren(...(d.attempts.length ? d.attempts.map(attemptView) : [el("span", { class: "muted", text: "No attempts yet." })])));
       return [row, el("tr", { class: "attempts" }, cell)];
     }));
-    if (!runs.items.length) rows.append(el("tr", {}, el("td", { colspan: 7, class: "muted", text: "No runs yet." })));
+    if (!runs.items.length) rows.append(el("tr", {}, el("td", { colspan: 8, class: "muted", text: "No runs yet." })));
+    const audit = await api("GET", `/api/v1/jobs/${enc(job.id)}/audit?limit=500`);
+    history.replaceChildren(...audit.items.slice(-50).reverse().map((e) => el("tr", { class: "audit", "data-action": e.action },
+      el("td", { text: fmt(e.at) }), el("td", { text: e.actor || "—" }),
+      el("td", { text: e.scheduled_at ? `${e.action} run ${fmt(e.scheduled_at)}` : e.action }),
+      el("td", { class: "muted", text: auditDetails(e) }))));
   }
   await refresh();
   every(3000, () => refresh().catch(() => {}));
+}
+
+function auditDetails(e) {
+  if (!e.details) return "";
+  if (e.action === "update") return Object.entries(e.details).map(([k, v]) => `${k}: ${JSON.stringify(v.before)} → ${JSON.stringify(v.after)}`).join("; ");
+  return Object.entries(e.details).map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`).join(", ");
 }
 
 function attemptView(a) {

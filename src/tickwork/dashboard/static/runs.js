@@ -1,11 +1,32 @@
 /* tickwork dashboard: the Runs page (every run, filtered by state, job, queue and time, paged)
-   and a run's own page (the run and each of its attempts, the failed ones included). Loaded
+   and a run's own page (the run and each of its attempts, the failed ones included, with
+   Cancel for a waiting or running run and Retry for a dead, crashed or cancelled one). Loaded
    before app.js; its helpers (el, api, fmt, badge, attemptView, ...) are read when a page is
    drawn. */
 "use strict";
 
 const RUN_STATES = ["scheduled", "queued", "running", "retrying", "succeeded", "dead", "crashed",
   "missed", "skipped_overlap", "cancelled"];
+
+const CANCELLABLE = ["scheduled", "queued", "retrying", "running"];
+const RETRYABLE = ["dead", "crashed", "cancelled"];
+
+// Cancel or Retry for a run in a state that allows it (else nothing); then `done()`.
+function runControl(r, msg, done) {
+  const act = (label, path, cls) => el("button", { type: "button", class: `${cls} run-${path}`, text: label, onclick: async (e) => {
+    e.stopPropagation();
+    if (path === "cancel" && !confirm(`Cancel this run of ${r.job_name || r.job_id}?`)) return;
+    e.target.disabled = true;
+    try {
+      await api("POST", `/api/v1/jobs/${enc(r.job_id)}/runs/${enc(r.scheduled_at)}/${path}`);
+      msg.replaceChildren(notice(`${label}: done`, true));
+      done();
+    } catch (err) { msg.replaceChildren(notice(err.message)); e.target.disabled = false; }
+  } });
+  if (CANCELLABLE.includes(r.state)) return act("Cancel", "cancel", "danger");
+  if (RETRYABLE.includes(r.state)) return act("Retry", "retry", "primary");
+  return null;
+}
 
 function runHref(jobId, scheduledAt) {
   return `#/jobs/${encodeURIComponent(jobId)}/runs/${encodeURIComponent(scheduledAt)}`;
@@ -87,7 +108,10 @@ async function runPage(jobRef, scheduledAt) {
     ["Queue", `${r.queue} (priority ${r.priority})`], ["Trigger", r.trigger],
     ["Idempotency key", r.idempotency_key], ["Worker", r.worker || "—"], ["Finished", fmt(r.finished_at)],
     ["Last error", r.last_error || "—"]];
-  render(el("h1", {}, el("span", { id: "run-title", text: `Run of ${r.job_name || r.job_id}` }), badge(r.state)),
+  const msg = el("div");
+  render(el("h1", {}, el("span", { id: "run-title", text: `Run of ${r.job_name || r.job_id}` }), badge(r.state),
+    runControl(r, msg, () => runPage(jobRef, scheduledAt))),
+    msg,
     el("div", { class: "card" }, el("dl", { class: "kv" }, facts.map(([k, v]) => [el("dt", { text: k }), el("dd", {}, v)]))),
     el("div", { class: "card", id: "run-attempts" }, el("h2", { text: `Attempts (${detail.attempts.length})` }),
       detail.attempts.length ? detail.attempts.map(attemptView) : el("p", { class: "muted", text: "No attempts yet." })));
