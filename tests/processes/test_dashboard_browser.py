@@ -1,7 +1,8 @@
 """The dashboard end to end in headless Chromium: create a job through the form, watch it run,
 open its run history; create a calendar and see a fire time struck through; list runs on the
 Runs page, filter them, open a run that failed before it succeeded; see a paused job without a
-next run; the same dashboard mounted under a prefix. Screenshots go to test-artifacts/
+next run; cancel a running run and retry a dead one, and read both in the job's history; the
+same dashboard mounted under a prefix. Screenshots go to test-artifacts/
 (git-ignored)."""
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ async def service(tmp_path: Path) -> AsyncIterator[EmbeddedService]:
     settings = Settings(database=f"sqlite:///{tmp_path}/ui.db", port=0, open_access=True,
                         planner_interval_seconds=0.2, planner_horizon_seconds=1,
                         poll_interval_seconds=0.2, shutdown_grace_seconds=1,
-                        executors=ExecutorSettings(python_allowed_modules=("tickwork.cli.demo",)))
+                        executors=ExecutorSettings(python_allowed_modules=("tickwork.cli.demo",
+                                                                               "tickwork.testing.jobs")))
     svc = EmbeddedService(settings)
     await svc.start()
     yield svc
@@ -256,3 +258,60 @@ async def test_a_calendar_strikes_a_fire_time_on_the_job_page(
 
 def base_of(service: EmbeddedService) -> str:
     return service.api.url
+
+
+HANGS = {"name": "hang-browser", "schedule": {"every": "3600"}, "kind": "python",
+         "payload": {"callable": "tickwork.testing.jobs:wait_forever", "args": ["hang-browser"]},
+         "timeout_seconds": 300}
+DIES = {"name": "dead-browser", "schedule": {"every": "3600"}, "kind": "python",
+        "payload": {"callable": "tickwork.cli.demo:flaky"}, "retry": {"max_attempts": 1}}
+
+
+async def test_cancel_a_running_run_and_retry_a_dead_one(service: EmbeddedService) -> None:
+    need_chromium()
+    import asyncio
+    import threading
+
+    from playwright.async_api import async_playwright, expect
+
+    from tickwork.testing.jobs import EVENTS
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    EVENTS["hang-browser:started"] = threading.Event()
+    EVENTS["hang-browser"] = threading.Event()
+    client = service.client
+    assert client is not None
+    await client.create_job(HANGS)
+    await client.create_job(DIES)
+    await client.trigger_job("hang-browser")
+    await client.trigger_job("dead-browser")
+    assert await asyncio.to_thread(EVENTS["hang-browser:started"].wait, 20)
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        page = await browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.accept()))
+        await page.goto(f"{base_of(service)}/dashboard/#/jobs/hang-browser")
+        running = page.locator("#runs tr.run[data-state=running]")
+        await expect(running).to_have_count(1, timeout=15000)
+        await running.locator("button.run-cancel").click()
+        cancelled = page.locator("#runs tr.run[data-state=cancelled]")
+        await expect(cancelled).to_have_count(1)
+        await expect(cancelled).to_contain_text("cancelled by open-access")
+        assert await asyncio.to_thread(EVENTS["hang-browser"].wait, 10)  # the task was stopped
+        await expect(page.locator("#job-history tr.audit[data-action=cancel]")).to_have_count(1)
+        await page.screenshot(path=str(ARTIFACTS / "dashboard-cancel.png"))
+
+        await page.goto(f"{base_of(service)}/dashboard/#/jobs/dead-browser")
+        dead = page.locator("#runs tr.run[data-state=dead]")
+        await expect(dead).to_have_count(1, timeout=15000)
+        await expect(dead).to_contain_text("1/1")
+        await dead.locator("button.run-retry").click()
+        # it ran again as attempt 2 (and, flaky on its early attempts, died again)
+        await expect(page.locator("#runs tr.run", has_text="2/1")).to_have_count(1, timeout=15000)
+        await expect(page.locator("#job-history tr.audit[data-action=retry]")).to_have_count(1)
+        await expect(page.locator("#job-history tr.audit[data-action=create]")).to_have_count(1)
+        await page.screenshot(path=str(ARTIFACTS / "dashboard-retry.png"))
+        await browser.close()
+    assert errors == []
