@@ -17,8 +17,8 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
-from tickwork.document.alerts import alerts
 from tickwork.document import fields as _fields
+from tickwork.document.alerts import alerts
 from tickwork.document.fields import (
     DURATION_RULE,
     MEMO_PAYLOAD_CHARS,

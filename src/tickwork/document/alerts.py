@@ -150,3 +150,46 @@ def channel_payload(channel: Mapping[str, Any], subject: str, text: str,
     if kind == "email":
         return "email", {**fields_, "subject": subject, "text": text}
     return "http", {**fields_, "method": "POST", "body": dict(event)}
+
+
+@dataclass(frozen=True, slots=True)
+class AlertDefaults:
+    """The setting ``alert_defaults``: the policy (canonical ``alerts`` text) of jobs without
+    one of their own, per queue, then for every job."""
+
+    every_job: str | None = None
+    queues: Mapping[str, str] | None = None
+
+    @property
+    def any(self) -> bool:
+        return self.every_job is not None or bool(self.queues)
+
+    def text_for(self, own: str | None, queue: str) -> str | None:
+        if own is not None:
+            return own
+        if self.queues and queue in self.queues:
+            return self.queues[queue]
+        return self.every_job
+
+
+NO_DEFAULTS = AlertDefaults()
+
+
+def parse_alert_defaults(text: str | None, field: str = "alert_defaults") -> AlertDefaults:
+    """``{"all": <alerts>, "queues": {"mail": <alerts>}}`` (JSON), each ``<alerts>`` as the job
+    document's field; ValidationError naming the part that is wrong."""
+    if text is None or not text.strip():
+        return NO_DEFAULTS
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise ValidationError(field, f"must be a JSON object ({exc})") from None
+    obj = mapping(doc, field)
+    for key in obj:
+        if key not in ("all", "queues"):
+            raise ValidationError(field, f"unknown field {key!r} (expected all, queues)")
+    every = alerts(obj.get("all"), f"{field}.all")
+    queues = {str(name): alerts(value, f"{field}.queues.{name}")
+              for name, value in mapping(obj.get("queues", {}), f"{field}.queues").items()}
+    return AlertDefaults(every_job=every, queues={k: v for k, v in queues.items()
+                                                  if v is not None})
