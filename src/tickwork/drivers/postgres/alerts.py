@@ -119,7 +119,8 @@ class AlertMethods:
             rows = await fetch_all(conn, Q["delivery_claim"], {
                 "now": p.now, "limit": p.limit,
                 "until": p.now + timedelta(seconds=p.lease_seconds)})
-        return sorted((_delivery(r) for r in rows), key=lambda d: (d.created_at, d.id))
+        return sorted((_delivery(r) for r in rows),
+                      key=lambda d: (d.created_at, d.alert_id, d.event, d.channel))
 
     async def delivery_finish(self, p: a.DeliveryFinishParams) -> bool:
         final = p.retry_at is None

@@ -35,7 +35,7 @@ SELECT * FROM alert_deliveries WHERE alert_id = ? ORDER BY created_at, event, ch
 
 -- name: delivery_due
 SELECT * FROM alert_deliveries WHERE state = 'pending' AND next_attempt_at <= ?
-ORDER BY next_attempt_at LIMIT ?
+ORDER BY next_attempt_at, created_at, alert_id, event, channel LIMIT ?
 
 -- name: delivery_take
 UPDATE alert_deliveries SET attempts = attempts + 1, next_attempt_at = ? WHERE id = ?
