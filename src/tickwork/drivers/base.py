@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tickwork.drivers.alerts import AlertStore
 from tickwork.drivers.calendars import CalendarStore
 from tickwork.models import (
     Attempt,
@@ -353,7 +354,7 @@ class WaitingOccurrence:
     priority: int
 
 
-class Store(CalendarStore, Protocol):
+class Store(CalendarStore, AlertStore, Protocol):
     """The source of truth. Every method is one transaction."""
 
     async def migrate(self) -> None: ...

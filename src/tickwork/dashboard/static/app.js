@@ -280,6 +280,7 @@ async function jobPage(ref) {
       el("thead", {}, el("tr", {}, ["Scheduled", "State", "Attempt", "Trigger", "Worker", "Finished", "Last error", ""].map((t) => el("th", { text: t })))), rows)),
     el("div", { class: "card" }, el("h2", { text: "History" }), el("table", { id: "job-history" },
       el("thead", {}, el("tr", {}, ["When", "Who", "What", "Details"].map((t) => el("th", { text: t })))), history)));
+  view.append(await jobAlertsCard(job));
   const preview = await api("GET", `/api/v1/jobs/${enc(job.id)}/preview?count=5`);
   description.textContent = preview.description;
   if (job.paused) times.replaceChildren(el("li", { class: "muted", text: "Paused: nothing fires until it is resumed." }));
@@ -483,6 +484,7 @@ async function route() {
     else if (parts[0] === "runs") await runsPage(parts[1]);
     else if (parts[0] === "calendars" && parts.length === 1) await calendarsPage();
     else if (parts[0] === "calendars") await calendarPage(parts[1]);
+    else if (parts[0].startsWith("alerts")) await alertsPage();
     else render(el("h1", { text: "Not found" }));
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return;
