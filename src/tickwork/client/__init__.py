@@ -28,6 +28,7 @@ from tickwork.client.calendars import (
     calendar_first_run,
     check_calendars,
 )
+from tickwork.client.chains import CHAIN_FIELDS, check_chains
 from tickwork.clock import Clock, SystemClock
 from tickwork.document import (
     QUEUE_NAME,
@@ -64,7 +65,7 @@ from tickwork.drivers.base import (
     Store,
 )
 from tickwork.drivers.calendars import CalendarCache, StoredCalendar
-from tickwork.errors import ValidationError
+from tickwork.errors import JobNotFound, ValidationError
 from tickwork.executors.admission import JobPolicy
 from tickwork.models import (
     Attempt,
@@ -89,6 +90,12 @@ class Backfill:
 
     occurrences: list[Occurrence]
     created: int
+
+
+def _has_chain(doc: JobInput) -> bool:
+    if isinstance(doc, JobSpec):
+        return bool(doc.chained)
+    return isinstance(doc, Mapping) and any(f in doc for f in CHAIN_FIELDS)
 
 
 def to_specs(jobs: Iterable[JobInput],
@@ -191,6 +198,8 @@ class AsyncClient(CalendarMethods):
     async def create_job(self, job: JobInput) -> Job:
         spec = to_spec(job)
         self._check(spec)
+        if spec.chained:
+            await check_chains([("", spec)], self._spec_named)
         now = self.clock.now()
         next_run = await self._first_run(spec, now)
         check_runs(spec, next_run, now)
@@ -212,10 +221,27 @@ class AsyncClient(CalendarMethods):
             self._check(spec)
             check_calendars(spec, calendars)
 
+        specs: Iterable[JobSpec]
+        docs = jobs if isinstance(jobs, Sequence) else list(jobs)
+        if any(_has_chain(doc) for doc in docs):
+            # Chains may name jobs of the same batch: all are parsed before any is checked.
+            specs = list(to_specs(docs, check))
+            await check_chains([(f"[{i}].", spec) for i, spec in enumerate(specs)],
+                               self._spec_named)
+        else:
+            specs = to_specs(docs, check)
         created = await self.store.job_create_many(
-            JobCreateManyParams(jobs=create_params(to_specs(jobs, check), now, calendars)))
+            JobCreateManyParams(jobs=create_params(specs, now, calendars)))
         self._changed()
         return created
+
+    async def _spec_named(self, name: str) -> JobSpec | None:
+        """The stored job named ``name`` (not one whose id it is), or None."""
+        try:
+            job = await self.store.job_get(name)
+        except JobNotFound:
+            return None
+        return job.spec if job.spec.name == name else None
 
     def _check(self, spec: JobSpec) -> None:
         if self.policy is not None:
@@ -260,6 +286,9 @@ class AsyncClient(CalendarMethods):
         """Change some fields of a job; the others keep their values."""
         current = await self._job(ref)
         spec = parse_job_document(changes, defaults=current.spec).spec
+        if spec.chained and (spec.chained != current.spec.chained
+                             or spec.name != current.spec.name):
+            await check_chains([("", spec)], self._spec_named)
         if (spec.kind, spec.payload) != (current.spec.kind, current.spec.payload):
             self._check(spec)
         now = self.clock.now()

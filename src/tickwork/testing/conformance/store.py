@@ -37,6 +37,7 @@ from tickwork.models import (
     Overlap,
     Trigger,
 )
+from tickwork.testing.conformance.chaining import ChainConformance
 from tickwork.testing.conformance.store_jobs import JobConformance
 from tickwork.testing.conformance.store_keys import KeyConformance
 from tickwork.testing.conformance.store_occurrences import OccurrenceConformance
@@ -365,7 +366,7 @@ class ClaimConformance:
 
 
 class StoreConformance(JobConformance, OccurrenceConformance, ClaimConformance,
-                       KeyConformance):
+                       KeyConformance, ChainConformance):
     """Subclass as ``TestXxxStore`` and define the ``store`` and ``peer_store`` fixtures."""
 
     async def test_a_migrated_store_has_no_migrations_pending(self, store: Store) -> None:
