@@ -22,7 +22,6 @@ from tickwork.models import (
     JobSpec,
     Occurrence,
     OccurrenceState,
-    Overlap,
     Trigger,
 )
 
@@ -102,8 +101,6 @@ class NewOccurrence:
     max_attempts: int
     trigger: Trigger = Trigger.SCHEDULE
     state: OccurrenceState = OccurrenceState.SCHEDULED  # or MISSED, past the catch-up window
-    # Claimed under this overlap policy instead of the job's (a backfill's explicit choice).
-    overlap: Overlap | None = None
 
 
 @dataclass(frozen=True, slots=True)
