@@ -133,6 +133,7 @@ class JobSpec:
     paused: bool = False
     tags: tuple[str, ...] = ()
     delivery: Delivery = Delivery.AT_LEAST_ONCE
+    alerts: str | None = None  # the ``alerts`` field as canonical JSON (document/alerts.py)
     # Names of jobs to trigger when a run of this one ends that way (see ChainEvent).
     on_success: tuple[str, ...] = ()
     on_failure: tuple[str, ...] = ()

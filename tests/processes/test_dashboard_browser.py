@@ -256,3 +256,44 @@ async def test_a_calendar_strikes_a_fire_time_on_the_job_page(
 
 def base_of(service: EmbeddedService) -> str:
     return service.api.url
+
+
+DOOMED = {"name": "doomed-browser", "schedule": {"every": "3600"}, "kind": "python",
+          "payload": {"callable": "tickwork.cli.demo:flaky"}, "retry": {"max_attempts": 1},
+          "alerts": {"channels": [{"kind": "webhook", "url": "http://127.0.0.1:1/closed"}]}}
+
+
+async def test_the_alerts_page_shows_a_fired_alert(service: EmbeddedService) -> None:
+    """A run that goes dead fires its job's alert; the Alerts page lists it with its
+    delivery (to a closed port: retried and recorded), and the job page shows it firing."""
+    need_chromium()
+    from playwright.async_api import async_playwright, expect
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    client = service.client
+    assert client is not None
+    await client.create_job(DOOMED)
+    await client.trigger_job("doomed-browser")
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        page = await browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        await page.goto(f"{service.api.url}/dashboard/")
+        await page.get_by_role("link", name="Alerts", exact=True).click()
+        rows = page.locator("table.alerts tr.alert-row")
+        for _ in range(40):  # the page does not refresh by itself: reload until it shows
+            if await rows.count():
+                break
+            await page.wait_for_timeout(500)
+            await page.reload()
+        await expect(rows).to_have_count(1)
+        await expect(rows.first).to_contain_text("doomed-browser")
+        await expect(rows.first).to_contain_text("firing")
+        await expect(rows.first).to_contain_text("ended dead")
+        await expect(rows.first.locator("li.delivery")).to_contain_text("firing via webhook #0")
+        await page.screenshot(path=str(ARTIFACTS / "dashboard-alerts.png"))
+        await rows.first.get_by_role("link", name="doomed-browser").click()
+        await expect(page.locator("#job-alerts")).to_contain_text("Firing: failed")
+        await browser.close()
+        assert errors == []

@@ -13,7 +13,18 @@ from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from tickwork import __version__
-from tickwork.api import apidocs, auth, calendars, errors, jobs, queues, runs, stats, tokens
+from tickwork.api import (
+    alerts,
+    apidocs,
+    auth,
+    calendars,
+    errors,
+    jobs,
+    queues,
+    runs,
+    stats,
+    tokens,
+)
 from tickwork.api.access import AccessLog
 from tickwork.api.auth import LOOPBACK_HOSTS, READ
 from tickwork.api.body import DEFAULT_MAX_BODY_BYTES, BodyLimit
@@ -59,7 +70,7 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
         allowed_hosts=frozenset({*LOOPBACK_HOSTS, *(h.lower() for h in allowed_hosts)}))
     errors.install(app)
     apidocs.install(app)
-    for module in (jobs, calendars, runs, queues, stats, tokens, auth):
+    for module in (jobs, calendars, runs, alerts, queues, stats, tokens, auth):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     app.add_middleware(UrlText)

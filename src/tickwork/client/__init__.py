@@ -51,6 +51,7 @@ from tickwork.drivers.admin import (
     Stats,
     StatsParams,
 )
+from tickwork.drivers.alerts import MAX_ALERTS, AlertListParams, StoredAlert
 from tickwork.drivers.base import (
     MAX_BATCH,
     JobCreateManyParams,
@@ -432,6 +433,15 @@ class AsyncClient(CalendarMethods):
                 break
         return found
 
+    async def list_alerts(self, *, job: str | None = None, state: str | None = None,
+                          before: tuple[datetime, str] | None = None,
+                          limit: int = 50) -> list[StoredAlert]:
+        """Alerts, newest first, with their deliveries; ``state`` is firing or resolved;
+        ``before`` is the (fired_at, id) of the row the listing continues after."""
+        job_id = (await self._job(job)).id if job else None
+        return await self.store.alert_list(AlertListParams(
+            job_id=job_id, state=state, before=before, limit=min(limit, MAX_ALERTS)))
+
     async def get_run(self, job: str, scheduled_at: datetime) -> tuple[Occurrence, list[Attempt]]:
         job_id = (await self._job(job)).id
         occurrence = await self.store.occurrence_get(job_id, scheduled_at)
@@ -538,6 +548,9 @@ class Client:
 
     def list_runs(self, **filters: Any) -> list[Occurrence]:
         return self._run(self._inner.list_runs(**filters))
+
+    def list_alerts(self, **filters: Any) -> list[StoredAlert]:
+        return self._run(self._inner.list_alerts(**filters))
 
     def get_run(self, job: str, scheduled_at: datetime) -> tuple[Occurrence, list[Attempt]]:
         return self._run(self._inner.get_run(job, scheduled_at))

@@ -31,6 +31,7 @@ from tickwork.config.checks import (
     format_seconds,
     parse_address,
 )
+from tickwork.document.alerts import parse_alert_defaults
 from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors.base import ExecutorSettings
 from tickwork.logs import LOG_FORMATS
@@ -106,6 +107,10 @@ class Settings:
     api_enabled: bool = True  # `tickwork run` serves the API and dashboard on host:port
     open_access: bool = False  # no token needed: loopback hosts only
     metrics_address: str | None = None  # scheduler and worker: serve /metrics, /healthz here
+    # Alerts (docs/operations.md#alerts): the policy of jobs without their own, as JSON
+    # {"all": <alerts>, "queues": {"name": <alerts>}}, and how often they are judged.
+    alert_defaults: str | None = None
+    alert_interval_seconds: float = 5.0
 
     def validate(self) -> None:
         """Raise ConfigError for the first value out of bounds or in conflict with another."""
@@ -145,6 +150,7 @@ class Settings:
                     "planner_horizon_seconds", self.planner_horizon_seconds, strict=False)
         check_logs(self.log_level, LOG_LEVELS, self.log_format)
         check_executors(self.executors, _EXECUTOR_KINDS)
+        parse_alert_defaults(self.alert_defaults)
 
 
 def parse_queues(value: str) -> tuple[tuple[str, int], ...]:
@@ -225,6 +231,8 @@ _SETTING_KINDS: dict[str, _Kind] = {
     "api_enabled": "bool",
     "open_access": "bool",
     "metrics_address": "optional_str",
+    "alert_defaults": "optional_str",
+    "alert_interval_seconds": "seconds",
 }
 _SECONDS = tuple(name for name, kind in _SETTING_KINDS.items() if kind == "seconds")
 

@@ -17,10 +17,10 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
+from tickwork.document import fields as _fields
+from tickwork.document.alerts import alerts
 from tickwork.document.fields import (
     DURATION_RULE,
-    FIELD_PARSERS,
-    FIELDS,
     MEMO_PAYLOAD_CHARS,
     MEMO_SIZE,
     QUEUE_NAME,
@@ -54,6 +54,10 @@ __all__ = [
 ]
 
 REQUIRED = ("name", "schedule", "kind", "payload")
+# Every top-level field's parser, in the order job_document writes them (``alerts`` sits in
+# document/alerts.py, which builds on the field parsers).
+FIELD_PARSERS = {**_fields.FIELD_PARSERS, "alerts": alerts}
+FIELDS = tuple(FIELD_PARSERS)
 
 # Fixed instant from which a cron schedule's interval is estimated, so warnings are reproducible.
 _INTERVAL_REFERENCE = datetime(2030, 1, 1, tzinfo=UTC)
@@ -158,7 +162,7 @@ def _checked_payload(kind: str, payload: str | dict[str, Any],
 def job_document(spec: JobSpec) -> dict[str, Any]:
     """The canonical, JSON-able document for ``spec``; ``parse_job_document`` reads it back."""
     retry = spec.retry
-    return {
+    doc = {
         "name": spec.name,
         "queue": spec.queue,
         "priority": spec.priority,
@@ -181,6 +185,9 @@ def job_document(spec: JobSpec) -> dict[str, Any]:
         "on_failure": list(spec.on_failure),
         "on_dead": list(spec.on_dead),
     }
+    if spec.alerts is not None:  # written only when set, as the store does
+        doc["alerts"] = json.loads(spec.alerts)
+    return doc
 
 
 def _schedule_document(schedule: ScheduleSpec) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from tickwork.drivers.alerts import AlertStore
 from tickwork.drivers.calendars import CalendarStore
 from tickwork.drivers.chaining import ChainFire
 from tickwork.models import (
@@ -308,7 +309,7 @@ class WaitingOccurrence:
     priority: int
 
 
-class Store(CalendarStore, Protocol):
+class Store(CalendarStore, AlertStore, Protocol):
     """The source of truth. Every method is one transaction."""
 
     async def migrate(self) -> None: ...

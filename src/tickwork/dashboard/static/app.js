@@ -276,6 +276,7 @@ async function jobPage(ref) {
       el("div", { class: "card" }, el("h2", { text: `Next fire times (${TZ})` }), description, times)),
     el("div", { class: "card" }, el("h2", { text: "Run history" }), el("table", {},
       el("thead", {}, el("tr", {}, ["Scheduled", "State", "Attempt", "Trigger", "Worker", "Finished", "Last error"].map((t) => el("th", { text: t })))), rows)));
+  view.append(await jobAlertsCard(job));
   const preview = await api("GET", `/api/v1/jobs/${enc(job.id)}/preview?count=5`);
   description.textContent = preview.description;
   if (job.paused) times.replaceChildren(el("li", { class: "muted", text: "Paused: nothing fires until it is resumed." }));
@@ -468,6 +469,7 @@ async function route() {
     else if (parts[0] === "runs") await runsPage(parts[1]);
     else if (parts[0] === "calendars" && parts.length === 1) await calendarsPage();
     else if (parts[0] === "calendars") await calendarPage(parts[1]);
+    else if (parts[0].startsWith("alerts")) await alertsPage();
     else render(el("h1", { text: "Not found" }));
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return;
