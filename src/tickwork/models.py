@@ -56,11 +56,23 @@ class Delivery(StrEnum):
 
 
 class Trigger(StrEnum):
-    """Why an occurrence exists: its schedule, a manual trigger, or a backfill."""
+    """Why an occurrence exists: its schedule, a manual trigger, a backfill, or the end of a
+    run of another job that names this one in ``on_success``/``on_failure``/``on_dead``."""
 
     SCHEDULE = "schedule"
     MANUAL = "manual"
     BACKFILL = "backfill"
+    CHAIN = "chain"
+
+
+class ChainEvent(StrEnum):
+    """How a run ended, as the chaining fields name it: ``success`` (the run succeeded),
+    ``failure`` (an attempt failed and the run will be retried) or ``dead`` (the run ended
+    without success for good: dead, or crashed)."""
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    DEAD = "dead"
 
 
 class AuditAction(StrEnum):
@@ -136,6 +148,43 @@ class JobSpec:
     tags: tuple[str, ...] = ()
     delivery: Delivery = Delivery.AT_LEAST_ONCE
     alerts: str | None = None  # the ``alerts`` field as canonical JSON (document/alerts.py)
+    # Names of jobs to trigger when a run of this one ends that way (see ChainEvent).
+    on_success: tuple[str, ...] = ()
+    on_failure: tuple[str, ...] = ()
+    on_dead: tuple[str, ...] = ()
+
+    @property
+    def chained(self) -> tuple[str, ...]:
+        """Every job this one may trigger, each once."""
+        return tuple(dict.fromkeys((*self.on_success, *self.on_failure, *self.on_dead)))
+
+    def chain_targets(self, state: OccurrenceState) -> tuple[ChainEvent, tuple[str, ...]] | None:
+        """The event a run's next ``state`` is and the jobs it triggers, or None."""
+        if state is OccurrenceState.SUCCEEDED:
+            event, names = ChainEvent.SUCCESS, self.on_success
+        elif state is OccurrenceState.RETRYING:
+            event, names = ChainEvent.FAILURE, self.on_failure
+        elif state in (OccurrenceState.DEAD, OccurrenceState.CRASHED):
+            event, names = ChainEvent.DEAD, self.on_dead
+        else:
+            return None
+        return (event, names) if names else None
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """The run whose end triggered a chained occurrence: handed to its executions."""
+
+    job_id: str
+    job_name: str
+    scheduled_at: datetime
+    attempt: int
+    event: ChainEvent
+    idempotency_key: str
+    output: str | None = None  # the upstream attempt's output, when at most UPSTREAM_OUTPUT_MAX
+
+
+UPSTREAM_OUTPUT_MAX = 4096  # bytes of upstream output a chained run receives; larger: None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +221,7 @@ class Occurrence:
     worker: str | None = None
     finished_at: datetime | None = None
     last_error: str | None = None
+    upstream: Upstream | None = None  # trigger chain: the run that triggered this one
 
 
 @dataclass(frozen=True, slots=True)

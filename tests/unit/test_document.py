@@ -45,6 +45,9 @@ FULL: dict[str, Any] = {
     "paused": False,
     "tags": ["reports"],
     "delivery": "at_least_once",
+    "on_success": [],
+    "on_failure": [],
+    "on_dead": [],
 }
 
 OFFSET = "must include a UTC offset, e.g. 2030-01-01T09:00:00Z"

@@ -59,6 +59,10 @@ _FIELDS: dict[str, Any] = {
     "paused": {"type": "boolean"},
     "tags": {"type": "array", "maxItems": 20, "items": {"type": "string"}},
     "delivery": {"type": "string", "enum": ["at_least_once", "at_most_once"]},
+    **{f"on_{event}": {"type": "array", "maxItems": 20,
+                       "items": {"type": "string", "minLength": 1, "maxLength": 200},
+                       "description": f"names of jobs to trigger when a run ends: {event}"}
+       for event in ("success", "failure", "dead")},
 }
 
 JOB_DOCUMENT: dict[str, Any] = {

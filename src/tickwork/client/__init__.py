@@ -29,6 +29,7 @@ from tickwork.client.calendars import (
     calendar_first_run,
     check_calendars,
 )
+from tickwork.client.chains import CHAIN_FIELDS, check_chains
 from tickwork.clock import Clock, SystemClock
 from tickwork.document import (
     QUEUE_NAME,
@@ -97,6 +98,12 @@ class Backfill:
 
     occurrences: list[Occurrence]
     created: int
+
+
+def _has_chain(doc: JobInput) -> bool:
+    if isinstance(doc, JobSpec):
+        return bool(doc.chained)
+    return isinstance(doc, Mapping) and any(f in doc for f in CHAIN_FIELDS)
 
 
 def to_specs(jobs: Iterable[JobInput],
@@ -218,6 +225,8 @@ class AsyncClient(CalendarMethods):
     async def create_job(self, job: JobInput, *, actor: str | None = None) -> Job:
         spec = to_spec(job)
         self._check(spec)
+        if spec.chained:
+            await check_chains([("", spec)], self._spec_named)
         now = self.clock.now()
         next_run = await self._first_run(spec, now)
         check_runs(spec, next_run, now)
@@ -240,11 +249,27 @@ class AsyncClient(CalendarMethods):
             self._check(spec)
             check_calendars(spec, calendars)
 
+        specs: Iterable[JobSpec]
+        docs = jobs if isinstance(jobs, Sequence) else list(jobs)
+        if any(_has_chain(doc) for doc in docs):
+            # Chains may name jobs of the same batch: all are parsed before any is checked.
+            specs = list(to_specs(docs, check))
+            await check_chains([(f"[{i}].", spec) for i, spec in enumerate(specs)],
+                               self._spec_named)
+        else:
+            specs = to_specs(docs, check)
         created = await self.store.job_create_many(
-            JobCreateManyParams(jobs=create_params(to_specs(jobs, check), now, calendars,
-                                                   self._who(actor))))
+            JobCreateManyParams(jobs=create_params(specs, now, calendars, self._who(actor))))
         self._changed()
         return created
+
+    async def _spec_named(self, name: str) -> JobSpec | None:
+        """The stored job named ``name`` (not one whose id it is), or None."""
+        try:
+            job = await self.store.job_get(name)
+        except JobNotFound:
+            return None
+        return job.spec if job.spec.name == name else None
 
     def _check(self, spec: JobSpec) -> None:
         if self.policy is not None:
@@ -290,6 +315,9 @@ class AsyncClient(CalendarMethods):
         """Change some fields of a job; the others keep their values."""
         current = await self._job(ref)
         spec = parse_job_document(changes, defaults=current.spec).spec
+        if spec.chained and (spec.chained != current.spec.chained
+                             or spec.name != current.spec.name):
+            await check_chains([("", spec)], self._spec_named)
         if (spec.kind, spec.payload) != (current.spec.kind, current.spec.payload):
             self._check(spec)
         now = self.clock.now()

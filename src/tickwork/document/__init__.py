@@ -181,6 +181,9 @@ def job_document(spec: JobSpec) -> dict[str, Any]:
         "paused": spec.paused,
         "tags": list(spec.tags),
         "delivery": Delivery(spec.delivery).value,
+        "on_success": list(spec.on_success),
+        "on_failure": list(spec.on_failure),
+        "on_dead": list(spec.on_dead),
     }
     if spec.alerts is not None:  # written only when set, as the store does
         doc["alerts"] = json.loads(spec.alerts)

@@ -243,6 +243,26 @@ def tags(value: object, field: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+CHAIN_MAX = 20  # jobs one chaining field may name
+
+
+def chain(value: object, field: str) -> tuple[str, ...]:
+    """``on_success``, ``on_failure``, ``on_dead``: names of other jobs. That they exist and
+    form no cycle is checked when the job is saved (it needs the store)."""
+    if not isinstance(value, list | tuple):
+        raise ValidationError(field, f"must be an array of job names ({got(value)})")
+    if len(value) > CHAIN_MAX:
+        raise ValidationError(field, f"must name at most {CHAIN_MAX} jobs (got {len(value)})")
+    found: list[str] = []
+    for index, item in enumerate(value):
+        path = f"{field}[{index}]"
+        target = name(item, path)
+        if target in found:
+            raise ValidationError(path, f"duplicate job {target!r}")
+        found.append(target)
+    return tuple(found)
+
+
 # --- schedule -------------------------------------------------------------------------------
 
 _SCHEDULES: dict[bytes, ScheduleSpec] = {}
@@ -442,6 +462,9 @@ FIELD_PARSERS: dict[str, _Parser] = {
     "paused": paused,
     "tags": tags,
     "delivery": lambda value, field: Delivery(choice(value, field, DELIVERIES)),
+    "on_success": chain,
+    "on_failure": chain,
+    "on_dead": chain,
 }
 
 _RETRY_PARSERS: dict[str, _Parser] = {

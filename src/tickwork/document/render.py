@@ -8,7 +8,7 @@ from typing import Any
 from tickwork.document import job_document
 from tickwork.drivers.alerts import StoredAlert
 from tickwork.drivers.calendars import StoredCalendar
-from tickwork.models import Attempt, AuditEntry, Job, JobSpec, Occurrence, rfc3339
+from tickwork.models import Attempt, AuditEntry, Job, JobSpec, Occurrence, Upstream, rfc3339
 from tickwork.schedules.structured import Fire
 
 
@@ -43,8 +43,17 @@ def run_json(occ: Occurrence, job_name: str | None = None) -> dict[str, Any]:
         "priority": occ.priority, "idempotency_key": occ.idempotency_key, "worker": occ.worker,
         "lease_until": when(occ.lease_until), "created_at": when(occ.created_at),
         "updated_at": when(occ.updated_at), "finished_at": when(occ.finished_at),
-        "last_error": occ.last_error,
+        "last_error": occ.last_error, "upstream": upstream_json(occ.upstream),
     }
+
+
+def upstream_json(up: Upstream | None) -> dict[str, Any] | None:
+    """The run whose end triggered a chained run (trigger ``chain``), else None."""
+    if up is None:
+        return None
+    return {"job_id": up.job_id, "job_name": up.job_name, "scheduled_at": when(up.scheduled_at),
+            "attempt": up.attempt, "event": up.event.value,
+            "idempotency_key": up.idempotency_key, "output": up.output}
 
 
 def attempt_json(a: Attempt) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tickwork.drivers.alerts import AlertStore
 from tickwork.drivers.calendars import CalendarStore
+from tickwork.drivers.chaining import ChainFire
 from tickwork.models import (
     Attempt,
     AttemptOutcome,
@@ -179,12 +180,18 @@ class Completion:
     output: str | None = None
     error: str | None = None
     due_at: datetime | None = None
+    # The jobs this end of the run triggers (drivers/chaining.py), inserted by the driver in
+    # the completion's transaction when the completion applies.
+    chain: ChainFire | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class OccurrenceCompleteParams:
     completions: Sequence[Completion]
     now: datetime
+    # Filled by the driver: the occurrences the chains of applied completions created, so a
+    # caller that dispatches through Redis can put them in the due set.
+    chained: list[NewOccurrence] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +234,9 @@ class OccurrenceRescueParams:
     # Only for a process that knows it is the store's sole user (the embedded service, which
     # holds the database's lock file): after a crash its old leases are orphans.
     all_but_worker: str | None = None
+    # Filled by the driver: the occurrences chains created (on_failure for a rescued attempt
+    # that will be retried, on_dead for one that ends crashed).
+    chained: list[NewOccurrence] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

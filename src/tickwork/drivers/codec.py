@@ -20,7 +20,16 @@ from json.encoder import (  # type: ignore[attr-defined]  # c_make_encoder: not 
 )
 from typing import Any
 
-from tickwork.models import Delivery, JobSpec, Overlap, RetryPolicy, ScheduleSpec
+from tickwork.models import (
+    ChainEvent,
+    Delivery,
+    JobSpec,
+    Overlap,
+    RetryPolicy,
+    ScheduleSpec,
+    Upstream,
+    rfc3339,
+)
 
 _JSON = json.JSONEncoder(separators=(",", ":"))  # what json.dumps(..., separators=...) uses
 # The same encoder made once, without the check for a value that contains itself (which costs
@@ -120,6 +129,15 @@ _TAILS: dict[tuple[object, ...], str] = {}
 
 
 def _tail_json(spec: JobSpec) -> str:
+    text = _plain_tail_json(spec)
+    if not (spec.on_success or spec.on_failure or spec.on_dead):
+        return text  # older specs have no chaining fields: the same text as before
+    return (f'{text[:-1]},"on_success":{_JSON.encode(list(spec.on_success))},'
+            f'"on_failure":{_JSON.encode(list(spec.on_failure))},'
+            f'"on_dead":{_JSON.encode(list(spec.on_dead))}}}')
+
+
+def _plain_tail_json(spec: JobSpec) -> str:
     r = spec.retry
     key = (spec.queue, spec.priority, r.max_attempts, r.backoff_base_seconds,
            r.backoff_max_seconds, r.jitter, spec.timeout_seconds, spec.overlap,
@@ -203,7 +221,8 @@ def spec_from_json(text: str) -> JobSpec:
     return JobSpec(name, known.schedule, known.kind, known.payload, known.queue,
                    known.priority, known.retry, known.timeout_seconds, known.overlap,
                    known.catchup_window_seconds, known.paused, known.tags, known.delivery,
-                   known.alerts)
+                   alerts=known.alerts, on_success=known.on_success,
+                   on_failure=known.on_failure, on_dead=known.on_dead)
 
 
 def _split_name(text: str) -> tuple[str, str] | None:
@@ -250,4 +269,25 @@ def _parse(text: str) -> JobSpec:
         tags=tuple(d["tags"]),
         delivery=Delivery(d["delivery"]),
         alerts=d.get("alerts"),
+        on_success=tuple(d.get("on_success", ())),
+        on_failure=tuple(d.get("on_failure", ())),
+        on_dead=tuple(d.get("on_dead", ())),
     )
+
+
+def upstream_to_json(u: Upstream) -> str:
+    """A chained occurrence's upstream reference, as its row keeps it."""
+    return json.dumps({"job_id": u.job_id, "job_name": u.job_name,
+                       "scheduled_at": rfc3339(u.scheduled_at), "attempt": u.attempt,
+                       "event": u.event.value, "idempotency_key": u.idempotency_key,
+                       "output": u.output}, ensure_ascii=False, separators=(",", ":"))
+
+
+def upstream_from_json(text: str | None) -> Upstream | None:
+    if text is None:
+        return None
+    d = json.loads(text)
+    return Upstream(job_id=d["job_id"], job_name=d["job_name"],
+                    scheduled_at=datetime.fromisoformat(d["scheduled_at"]),
+                    attempt=d["attempt"], event=ChainEvent(d["event"]),
+                    idempotency_key=d["idempotency_key"], output=d["output"])

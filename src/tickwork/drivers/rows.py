@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol
 
-from tickwork.drivers.codec import spec_from_json
+from tickwork.drivers.codec import spec_from_json, upstream_from_json
 from tickwork.models import (
     Attempt,
     AttemptOutcome,
@@ -107,6 +107,7 @@ class RowReader:
             worker=row["worker"],
             finished_at=self.maybe(row["finished_at"]),
             last_error=row["last_error"],
+            upstream=upstream_from_json(row["upstream"]) if trigger is Trigger.CHAIN else None,
         )
 
     def attempt(self, row: RowLike) -> Attempt:

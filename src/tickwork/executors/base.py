@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from tickwork.errors import ValidationError
+from tickwork.models import Upstream
 from tickwork.outcomes import Fail, Outcome
 
 
@@ -63,6 +64,8 @@ class ExecutionContext:
     # Trace context to pass on (``traceparent``, ``tracestate``) when the worker traces
     # attempts (tickwork.worker.otel); http jobs send them as headers.
     trace_headers: Mapping[str, str] = field(default_factory=dict)
+    # For a run a chain triggered: the run of the other job whose end triggered it.
+    upstream: Upstream | None = None
 
 
 class Executor(Protocol):

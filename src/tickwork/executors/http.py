@@ -273,6 +273,13 @@ class HttpExecutor:
         headers["Tickwork-Deadline"] = rfc3339(ctx.deadline)
         headers["Tickwork-Job-Id"] = ctx.job_id
         headers.update(ctx.trace_headers)  # W3C trace context, when attempts are traced
+        if ctx.upstream is not None:  # a run a chain triggered: the run that triggered it
+            up = ctx.upstream
+            headers["Tickwork-Upstream-Key"] = up.idempotency_key
+            headers["Tickwork-Upstream-Job-Id"] = up.job_id
+            headers["Tickwork-Upstream-Scheduled-At"] = rfc3339(up.scheduled_at)
+            headers["Tickwork-Upstream-Attempt"] = str(up.attempt)
+            headers["Tickwork-Upstream-Event"] = up.event.value
         return headers
 
     def _judge(self, payload: dict[str, Any], resp: Response, output: str) -> Outcome:

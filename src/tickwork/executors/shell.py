@@ -216,6 +216,17 @@ class ShellExecutor:
             "TICKWORK_JOB_ID": ctx.job_id,
             "TICKWORK_JOB_NAME": ctx.job_name,
         })
+        if ctx.upstream is not None:  # a run a chain triggered: the run that triggered it
+            up = ctx.upstream
+            env.update({
+                "TICKWORK_UPSTREAM_KEY": up.idempotency_key,
+                "TICKWORK_UPSTREAM_JOB_ID": up.job_id,
+                "TICKWORK_UPSTREAM_JOB_NAME": up.job_name,
+                "TICKWORK_UPSTREAM_SCHEDULED_AT": rfc3339(up.scheduled_at),
+                "TICKWORK_UPSTREAM_EVENT": up.event.value,
+            })
+            if up.output is not None:
+                env["TICKWORK_UPSTREAM_OUTPUT"] = up.output.replace("\0", "")
         return env
 
     async def execute(self, ctx: ExecutionContext) -> Outcome:

@@ -135,7 +135,8 @@ def rescuer(settings: Settings, *, store: Store, clock: Clock, metrics: Metrics,
 
     return Rescuer(store=store, clock=clock, interval_seconds=settings.rescue_interval_seconds,
                    sole_worker=sole_worker, on_rescued=rescued,
-                   after_rescue=redis.after_rescue() if redis else None)
+                   after_rescue=redis.after_rescue() if redis else None,
+                   after_chained=redis.after_chained if redis else None)
 
 
 def alert_loops(settings: Settings, *, store: Store, clock: Clock,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 
 from tickwork.clock import Clock
-from tickwork.drivers.base import JobAdvance, Rescued, Store
+from tickwork.drivers.base import JobAdvance, NewOccurrence, Rescued, Store
 from tickwork.drivers.dispatch import Dispatch
 from tickwork.drivers.feeder import DueFeeder
 from tickwork.scheduler.loop import Loop
@@ -51,6 +51,11 @@ class SchedulerDispatch:
 
     def after_rescue(self) -> Callable[[list[Rescued]], Awaitable[None]]:
         return self.feeder.after_rescue(self.store)
+
+    async def after_chained(self, occurrences: list[NewOccurrence]) -> None:
+        """Runs that chains triggered (a rescue's on_failure or on_dead): into the due set."""
+        self.catalog.add(o.queue for o in occurrences)
+        await self.feeder.add_waiting(occurrences)
 
     def loops(self) -> tuple[Loop, ...]:
         return (self.catalog, self.promoter, self.reconciler)

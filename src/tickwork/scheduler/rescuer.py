@@ -11,7 +11,13 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from tickwork.clock import Clock
-from tickwork.drivers.base import MAX_BATCH, OccurrenceRescueParams, Rescued, Store
+from tickwork.drivers.base import (
+    MAX_BATCH,
+    NewOccurrence,
+    OccurrenceRescueParams,
+    Rescued,
+    Store,
+)
 from tickwork.models import WAITING_STATES
 from tickwork.scheduler.loop import Loop
 
@@ -30,6 +36,7 @@ class Rescuer(Loop):
         sole_worker: str | None = None,
         on_rescued: Callable[[list[Rescued]], None] | None = None,
         after_rescue: Callable[[list[Rescued]], Awaitable[None]] | None = None,
+        after_chained: Callable[[list[NewOccurrence]], Awaitable[None]] | None = None,
     ) -> None:
         """``sole_worker``: set only by a process that holds the store's lock (the embedded
         service); leases of every other worker are then orphans and are rescued at once."""
@@ -38,10 +45,11 @@ class Rescuer(Loop):
         self.sole_worker = sole_worker
         self.on_rescued = on_rescued
         self.after_rescue = after_rescue  # the Redis deployment re-arms retried occurrences
+        self.after_chained = after_chained  # ... and dispatches the runs chains triggered
 
     async def run_once(self, now: datetime) -> list[Rescued]:
-        rescued = await self.store.occurrence_rescue(
-            OccurrenceRescueParams(now=now, all_but_worker=self.sole_worker))
+        params = OccurrenceRescueParams(now=now, all_but_worker=self.sole_worker)
+        rescued = await self.store.occurrence_rescue(params)
         for r in rescued:
             # A run that will not be tried again (crashed, or dead) is an error; a retry is not.
             level = logging.WARNING if r.state in WAITING_STATES else logging.ERROR
@@ -52,6 +60,8 @@ class Rescuer(Loop):
             self.on_rescued(rescued)
         if rescued and self.after_rescue is not None:
             await self.after_rescue(rescued)
+        if params.chained and self.after_chained is not None:
+            await self.after_chained(params.chained)
         return rescued
 
     async def tick(self, now: datetime) -> bool:

@@ -28,6 +28,10 @@ def record(ctx: ExecutionContext, path: str, sleep: float = 0.0, fail_attempts: 
         "scheduled_at": rfc3339(ctx.scheduled_at), "pid": os.getpid(),
         "started": started, "ended": time.time(),
     }
+    if ctx.upstream is not None:  # a run a chain triggered
+        line["upstream"] = ctx.upstream.idempotency_key
+        line["upstream_event"] = ctx.upstream.event.value
+        line["upstream_output"] = ctx.upstream.output
     with Path(path).open("a", encoding="utf-8") as ledger:
         ledger.write(json.dumps(line) + "\n")
         ledger.flush()

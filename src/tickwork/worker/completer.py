@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from tickwork.clock import Clock
-from tickwork.drivers.base import Completion, OccurrenceCompleteParams, Store
+from tickwork.drivers.base import Completion, NewOccurrence, OccurrenceCompleteParams, Store
 from tickwork.errors import reported_outage
 from tickwork.worker.failpoints import failpoint
 
@@ -25,11 +25,13 @@ class Completer:
         clock: Clock,
         batch_size: int = 500,
         on_written: Callable[[Completion, bool], None] | None = None,
+        on_chained: Callable[[list[NewOccurrence]], Awaitable[None]] | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.batch_size = batch_size
         self.on_written = on_written
+        self.on_chained = on_chained  # the runs the written completions' chains created
         self._queue: asyncio.Queue[tuple[Completion, asyncio.Future[bool]]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
@@ -66,9 +68,9 @@ class Completer:
         completions = [c for c, _ in batch]
         delay = 0.1
         while True:
+            params = OccurrenceCompleteParams(completions=completions, now=self.clock.now())
             try:
-                applied = await self.store.occurrence_complete(
-                    OccurrenceCompleteParams(completions=completions, now=self.clock.now()))
+                applied = await self.store.occurrence_complete(params)
                 break
             except Exception as exc:  # the store is down: keep the results and try again
                 outage = reported_outage(exc)  # an outage is logged once, by the store
@@ -81,6 +83,12 @@ class Completer:
                 # rescuer (a rerun).
                 delay = min(delay * 2, 1.0 if outage else 5.0)
         failpoint("after_commit")  # fault tests: die with the batch committed, nothing acked
+        if params.chained and self.on_chained is not None:
+            try:  # committed already: a failure here (Redis down) is the reconciler's to mend
+                await self.on_chained(params.chained)
+            except Exception:
+                log.exception("announcing %d chained runs failed; they are in the store",
+                              len(params.chained))
         for (completion, future), ok in zip(batch, applied, strict=True):
             if not ok:
                 log.warning("result of %s @ %s attempt %d rejected: the attempt no longer holds "

@@ -15,17 +15,19 @@ import logging
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from tickwork.clock import Clock, wait_event
 from tickwork.drivers.base import (
     Completion,
     LeaseRef,
+    NewOccurrence,
     OccurrenceHeartbeatParams,
     OccurrenceReleaseParams,
     Store,
 )
+from tickwork.drivers.chaining import chain_fire
 from tickwork.errors import reported_outage
 from tickwork.executors.base import ExecutionContext, Executor
 from tickwork.models import Claim
@@ -110,7 +112,7 @@ class WorkerPool:
         self.run_log = run_log or RunLog()
         self.tracer = tracer
         self.queues = {name: _Queue(name, concurrency) for name, concurrency in queues}
-        self.completer = Completer(store=store, clock=clock)
+        self.completer = Completer(store=store, clock=clock, on_chained=self._chained)
         self.source: ClaimSource = source or SqlClaimSource(
             store=store, clock=clock, worker_id=self.worker_id, lease_seconds=lease_seconds,
             poll_interval_seconds=poll_interval_seconds)
@@ -132,6 +134,11 @@ class WorkerPool:
         """Heartbeat now, not at the next beat: a run was cancelled, and its attempt (if it
         runs here) stops as soon as the store says its lease is gone."""
         self._beat_now.set()
+
+    async def _chained(self, occurrences: list[NewOccurrence]) -> None:
+        await self.source.after_chained(occurrences)
+        for queue in {o.queue for o in occurrences}:
+            self.wake(queue)
 
     def wake(self, queue: str | None = None) -> None:
         """Look for due work now (new occurrences, a trigger, a rescue), not at the next poll."""
@@ -262,6 +269,7 @@ class WorkerPool:
             max_attempts=job.spec.retry.max_attempts, idempotency_key=occ.idempotency_key,
             deadline=started + timedelta(seconds=timeout), timeout_seconds=timeout,
             trace_headers={} if span is None else span.headers,
+            upstream=occ.upstream,
         )
         try:
             result = await self._run_with_timeout(ctx)
@@ -280,6 +288,11 @@ class WorkerPool:
                 span.end(None, None)
             return
         completion = decide(claim, result, started_at=started, finished_at=finished, rng=self.rng)
+        fire = chain_fire(job.spec, job_id=job.id, scheduled_at=occ.scheduled_at,
+                          attempt=occ.attempt, idempotency_key=occ.idempotency_key,
+                          state=completion.state, output=completion.output)
+        if fire is not None:  # written with the completion, in its transaction
+            completion = replace(completion, chain=fire)
         if span is not None:
             span.end(result, completion)
         if self.on_finished is not None:

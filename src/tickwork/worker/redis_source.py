@@ -30,6 +30,7 @@ from tickwork.drivers.base import (
     ClaimResult,
     Completion,
     KeyClaimResult,
+    NewOccurrence,
     OccurrenceClaimKeysParams,
     Store,
 )
@@ -281,6 +282,11 @@ class RedisClaimSource:
         except DispatchError as exc:
             log.warning("could not re-arm the retry of %s in Redis (%s); the entry will be "
                         "reclaimed and re-armed", entry.key, exc)
+
+    async def after_chained(self, occurrences: Sequence[NewOccurrence]) -> None:
+        """Runs that chains triggered go into the due set, as a trigger's do; if Redis fails
+        the feeder logs it and the reconciler adds them from the store."""
+        await self.feeder.add_waiting(occurrences)
 
     async def heartbeat(self, claims: Sequence[Claim]) -> None:
         by_queue: dict[str, list[Entry]] = defaultdict(list)

@@ -14,7 +14,13 @@ from datetime import datetime
 from typing import Protocol
 
 from tickwork.clock import Clock
-from tickwork.drivers.base import ClaimResult, Completion, OccurrenceClaimParams, Store
+from tickwork.drivers.base import (
+    ClaimResult,
+    Completion,
+    NewOccurrence,
+    OccurrenceClaimParams,
+    Store,
+)
 from tickwork.models import Claim
 
 
@@ -38,6 +44,10 @@ class ClaimSource(Protocol):
     async def after_complete(self, claim: Claim, completion: Completion,
                              applied: bool) -> None:
         """The store has the result (or fenced it off): settle the delivery, if any."""
+        ...
+
+    async def after_chained(self, occurrences: Sequence[NewOccurrence]) -> None:
+        """Runs that chains of completed runs created, committed: make them claimable."""
         ...
 
     async def heartbeat(self, claims: Sequence[Claim]) -> None:
@@ -86,6 +96,9 @@ class SqlClaimSource:
     async def after_complete(self, claim: Claim, completion: Completion,
                              applied: bool) -> None:
         pass
+
+    async def after_chained(self, occurrences: Sequence[NewOccurrence]) -> None:
+        pass  # the store has them: a claim finds them (PostgreSQL NOTIFYs the queues)
 
     async def heartbeat(self, claims: Sequence[Claim]) -> None:
         pass

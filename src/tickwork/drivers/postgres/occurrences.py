@@ -6,6 +6,7 @@ retries NOTIFY the queues they made work for, so listening workers wake at once.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -13,6 +14,8 @@ from typing import Any
 from psycopg import sql
 
 from tickwork.drivers import base as b
+from tickwork.drivers.chaining import MAX_PROBES, ONE_US, ChainFire, chain_fire, same_run
+from tickwork.drivers.codec import upstream_from_json, upstream_to_json
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
 from tickwork.drivers.postgres.rows import (
     attempt_from_row,
@@ -28,7 +31,11 @@ from tickwork.models import (
     Delivery,
     Occurrence,
     OccurrenceState,
+    Trigger,
+    idempotency_key,
 )
+
+log = logging.getLogger("tickwork.chaining")
 
 
 async def notify(conn: Conn, queues: Sequence[str]) -> None:
@@ -81,8 +88,9 @@ class OccurrenceMethods:
         rounds = _rounds(p.completions)
         # One round is one statement (the fence, the attempt row and the occurrence in one
         # go): without a retry to announce, it needs no transaction, nor its two round trips.
+        # A chain to fire is inserted in the completion's transaction (drivers/chaining.py).
         alone = len(rounds) == 1 and all(c.state is not OccurrenceState.RETRYING
-                                         for c in p.completions)
+                                         and c.chain is None for c in p.completions)
         connection = self.pool.statement() if alone else self.pool.transaction()
         async with connection as conn:
             retried: list[str] = []
@@ -93,8 +101,47 @@ class OccurrenceMethods:
                     applied[r["idx"]] = True
                     if r["state"] == OccurrenceState.RETRYING.value:
                         retried.append(r["queue"])
-            await notify(conn, retried)
+            fires = [c.chain for c, ok in zip(p.completions, applied, strict=True)
+                     if ok and c.chain is not None]
+            if fires:
+                p.chained.extend(await self._fire_chains(conn, fires, p.now))
+            await notify(conn, retried + [o.queue for o in p.chained])
         return applied
+
+    async def _fire_chains(self, conn: Conn, fires: Sequence[ChainFire],
+                           now: datetime) -> list[b.NewOccurrence]:
+        """One occurrence per named job and upstream, unless it exists already."""
+        names = sorted({name for f in fires for name in f.targets})
+        targets = {r["name"]: (r["id"], self._specs.get(r["id"], r["version"], r["spec"]))
+                   for r in await fetch_all(conn, Q["jobs_by_names"], (names,))}
+        made: list[b.NewOccurrence] = []
+        for fire in fires:
+            text = upstream_to_json(fire.upstream)
+            for name in fire.targets:
+                if name not in targets:
+                    log.warning("job %s ended (%s) and names %r, which no longer exists: "
+                                "nothing triggered", fire.upstream.job_name,
+                                fire.upstream.event.value, name)
+                    continue
+                job_id, spec = targets[name]
+                at = fire.upstream.scheduled_at
+                for _ in range(MAX_PROBES):
+                    row = await fetch_one(conn, Q["occurrence_insert_chained"], {
+                        "job_id": job_id, "scheduled": at, "now": now, "queue": spec.queue,
+                        "priority": spec.priority, "max_attempts": spec.retry.max_attempts,
+                        "upstream": text})
+                    if row is not None:
+                        made.append(b.NewOccurrence(
+                            job_id=job_id, scheduled_at=at, due_at=now, queue=spec.queue,
+                            priority=spec.priority, max_attempts=spec.retry.max_attempts,
+                            trigger=Trigger.CHAIN))
+                        break
+                    held = await fetch_one(conn, Q["occurrence_upstream"], (job_id, at))
+                    if held is not None and held["trigger"] == Trigger.CHAIN.value and same_run(
+                            upstream_from_json(held["upstream"]), fire.upstream):
+                        break  # fired already
+                    at += ONE_US
+        return made
 
     async def occurrence_heartbeat(self, p: b.OccurrenceHeartbeatParams) -> list[b.LeaseRef]:
         if not p.refs:
@@ -123,6 +170,7 @@ class OccurrenceMethods:
             if not rows:
                 return []
             rescued: list[b.Rescued] = []
+            fires: list[ChainFire] = []
             errors: list[str] = []
             for row in rows:
                 spec = self._specs.get(row["job_id"], row["job_version"], row["job_spec"])
@@ -133,6 +181,12 @@ class OccurrenceMethods:
                 rescued.append(b.Rescued(
                     job_id=row["job_id"], scheduled_at=instant(row["scheduled_at"]),
                     attempt=row["attempt"], worker=row["worker"], state=state))
+                fire = chain_fire(
+                    spec, job_id=row["job_id"], scheduled_at=rescued[-1].scheduled_at,
+                    attempt=row["attempt"], state=state, idempotency_key=idempotency_key(
+                        row["job_id"], rescued[-1].scheduled_at, Trigger(row["trigger"])))
+                if fire is not None:
+                    fires.append(fire)
             await conn.execute(Q["occurrence_rescue"], {
                 "now": p.now,
                 "job_ids": [r.job_id for r in rescued],
@@ -143,8 +197,11 @@ class OccurrenceMethods:
                              for r in rescued],
                 "errors": errors,
             })
+            if fires:
+                p.chained.extend(await self._fire_chains(conn, fires, p.now))
             await notify(conn, [row["queue"] for row, r in zip(rows, rescued, strict=True)
-                                if r.state is OccurrenceState.RETRYING])
+                                if r.state is OccurrenceState.RETRYING]
+                         + [o.queue for o in p.chained])
         return rescued
 
     async def occurrence_cancel(self, p: b.OccurrenceCancelParams) -> int:

@@ -6,11 +6,14 @@ transaction for every change), and a batch is applied item by item inside it.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
 from tickwork.drivers import base as b
+from tickwork.drivers.chaining import MAX_PROBES, ONE_US, ChainFire, chain_fire, same_run
+from tickwork.drivers.codec import upstream_from_json, upstream_to_json
 from tickwork.drivers.rows import SpecCache
 from tickwork.drivers.sqlfiles import load_queries
 from tickwork.drivers.sqlite.connection import Connection, write_transaction
@@ -31,9 +34,12 @@ from tickwork.models import (
     Delivery,
     Occurrence,
     OccurrenceState,
+    Trigger,
+    idempotency_key,
 )
 
 Q = load_queries("tickwork.drivers.sqlite")
+log = logging.getLogger("tickwork.chaining")
 
 
 class SqliteOccurrenceMethods:
@@ -65,6 +71,36 @@ class SqliteOccurrenceMethods:
         conn.executemany(Q["occurrence_insert"], rows)
         return conn.total_changes - before
 
+    def _fire_chain(self, conn: sqlite3.Connection, fire: ChainFire,
+                    now: datetime) -> list[b.NewOccurrence]:
+        """One occurrence per named job, unless it exists already."""
+        made: list[b.NewOccurrence] = []
+        text = upstream_to_json(fire.upstream)
+        for name in fire.targets:
+            row = conn.execute(Q["job_by_name_live"], (name,)).fetchone()
+            if row is None:
+                log.warning("job %s ended (%s) and names %r, which no longer exists: nothing "
+                            "triggered", fire.upstream.job_name, fire.upstream.event.value, name)
+                continue
+            spec = self._specs.get(row["id"], row["version"], row["spec"])
+            at = fire.upstream.scheduled_at
+            for _ in range(MAX_PROBES):
+                cur = conn.execute(Q["occurrence_insert_chained"], (
+                    row["id"], to_us(at), to_us(now), spec.queue, spec.priority,
+                    spec.retry.max_attempts, to_us(now), to_us(now), text))
+                if cur.rowcount == 1:
+                    made.append(b.NewOccurrence(
+                        job_id=row["id"], scheduled_at=at, due_at=now, queue=spec.queue,
+                        priority=spec.priority, max_attempts=spec.retry.max_attempts,
+                        trigger=Trigger.CHAIN))
+                    break
+                held = conn.execute(Q["occurrence_upstream"], (row["id"], to_us(at))).fetchone()
+                if held is not None and held["trigger"] == Trigger.CHAIN.value and same_run(
+                        upstream_from_json(held["upstream"]), fire.upstream):
+                    break  # fired already
+                at += ONE_US
+        return made
+
     async def occurrence_complete(self, p: b.OccurrenceCompleteParams) -> list[bool]:
         def run(conn: sqlite3.Connection) -> list[bool]:
             now = to_us(p.now)
@@ -83,6 +119,8 @@ class SqliteOccurrenceMethods:
                             to_us(c.started_at), to_us(c.finished_at), c.outcome.value,
                             c.output, c.error, c.job_id, to_us(c.scheduled_at), c.attempt,
                         ))
+                        if c.chain is not None:  # in this transaction (drivers/chaining.py)
+                            p.chained.extend(self._fire_chain(conn, c.chain, p.now))
                     applied.append(ok)
             return applied
 
@@ -142,6 +180,13 @@ class SqliteOccurrenceMethods:
                     rescued.append(b.Rescued(
                         job_id=row["job_id"], scheduled_at=from_us(row["scheduled_at"]),
                         attempt=row["attempt"], worker=row["worker"], state=state))
+                    at = rescued[-1].scheduled_at
+                    fire = chain_fire(
+                        spec, job_id=row["job_id"], scheduled_at=at, attempt=row["attempt"],
+                        state=state, idempotency_key=idempotency_key(
+                            row["job_id"], at, Trigger(row["trigger"])))
+                    if fire is not None:
+                        p.chained.extend(self._fire_chain(conn, fire, p.now))
             return rescued
 
         return await self._conn.run(run)

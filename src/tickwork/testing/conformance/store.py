@@ -37,6 +37,7 @@ from tickwork.models import (
     Overlap,
     Trigger,
 )
+from tickwork.testing.conformance.chaining import ChainConformance
 from tickwork.testing.conformance.store_control import ControlConformance
 from tickwork.testing.conformance.store_jobs import JobConformance
 from tickwork.testing.conformance.store_keys import KeyConformance
@@ -366,7 +367,7 @@ class ClaimConformance:
 
 
 class StoreConformance(JobConformance, OccurrenceConformance, ClaimConformance,
-                       KeyConformance, ControlConformance):
+                       KeyConformance, ControlConformance, ChainConformance):
     """Subclass as ``TestXxxStore`` and define the ``store`` and ``peer_store`` fixtures."""
 
     async def test_a_migrated_store_has_no_migrations_pending(self, store: Store) -> None:

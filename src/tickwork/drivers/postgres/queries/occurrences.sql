@@ -79,7 +79,7 @@ WITH released AS (
 SELECT queue FROM released
 
 -- name: occurrence_expired
-SELECT o.job_id, o.scheduled_at, o.attempt, o.max_attempts, o.worker, o.queue,
+SELECT o.job_id, o.scheduled_at, o.attempt, o.max_attempts, o.worker, o.queue, o.trigger,
        j.spec AS job_spec, j.version AS job_version
 FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.state = 'running'
@@ -131,3 +131,19 @@ WHERE o.queue = %s AND o.state IN ('scheduled', 'queued', 'retrying')
 
 -- name: attempt_list
 SELECT * FROM attempts WHERE job_id = %s AND scheduled_at = %s ORDER BY number
+
+-- name: occurrence_insert_chained
+-- One run a chain triggered (drivers/chaining.py): insert-if-absent; no row back means the
+-- instant is taken, and the caller reads whose it is (occurrence_upstream).
+INSERT INTO occurrences (job_id, scheduled_at, due_at, queue, priority, state, max_attempts,
+                         trigger, created_at, updated_at, upstream)
+VALUES (%(job_id)s, %(scheduled)s, %(now)s, %(queue)s, %(priority)s, 'scheduled',
+        %(max_attempts)s, 'chain', %(now)s, %(now)s, %(upstream)s)
+ON CONFLICT (job_id, scheduled_at) DO NOTHING
+RETURNING queue
+
+-- name: occurrence_upstream
+SELECT trigger, upstream FROM occurrences WHERE job_id = %s AND scheduled_at = %s
+
+-- name: jobs_by_names
+SELECT id, name, version, spec FROM jobs WHERE name = ANY(%s::text[]) AND deleted_at IS NULL

@@ -90,3 +90,17 @@ WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying')
       EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
       OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (
           SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
+
+-- name: occurrence_insert_chained
+-- One run a chain triggered (drivers/chaining.py): insert-if-absent; no change means the
+-- instant is taken, and the caller reads whose it is (occurrence_upstream).
+INSERT INTO occurrences (job_id, scheduled_at, due_at, queue, priority, state, max_attempts,
+                         trigger, created_at, updated_at, upstream)
+VALUES (?, ?, ?, ?, ?, 'scheduled', ?, 'chain', ?, ?, ?)
+ON CONFLICT (job_id, scheduled_at) DO NOTHING
+
+-- name: occurrence_upstream
+SELECT trigger, upstream FROM occurrences WHERE job_id = ? AND scheduled_at = ?
+
+-- name: job_by_name_live
+SELECT id, name, version, spec FROM jobs WHERE name = ? AND deleted_at IS NULL
