@@ -132,4 +132,4 @@ async def test_a_worker_runs_a_job_module_from_the_working_directory(
     finally:
         worker.terminate()
         await worker.wait()
-    assert any(re.search(r"ping @ \S+ attempt 1: success", line) for line in seen), seen
+    assert any(re.search(r"ping @ \S+ attempt 1: succeeded", line) for line in seen), seen

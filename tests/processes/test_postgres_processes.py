@@ -171,11 +171,11 @@ async def test_kill_9_of_a_scheduler_and_of_a_worker_mid_job_loses_nothing(
         ])
         await until(started_path.exists, timeout=20, what="the slow job to start")
         doomed.kill9()  # mid-job: its attempt 1 never finishes
-        await steady.wait_for(r"beat @ \S+ attempt 1: success")
-        await steady.wait_for(r"beat @ \S+ attempt 1: success")
+        await steady.wait_for(r"beat @ \S+ attempt 1: succeeded")
+        await steady.wait_for(r"beat @ \S+ attempt 1: succeeded")
         s1.kill9()  # its shards go to s2 once their leases expire
         await heir.start()
-        await heir.wait_for(r"slow @ \S+ attempt 2: success", timeout=30)
+        await heir.wait_for(r"slow @ \S+ attempt 2: succeeded", timeout=30)
 
         def beats_done() -> bool:
             return len({r["key"] for r in written(path) if r["job"] == "beat"}) >= 16
