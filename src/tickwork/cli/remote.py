@@ -202,8 +202,9 @@ class RemoteClient:
                body: Any) -> TickworkError:
         status = response.status_code
         problem = body if isinstance(body, dict) and "status" in body else None
-        if problem is None:
-            return ApiUnreachable(
+        kind = str(problem.get("type", "")) if problem is not None else ""
+        if problem is None or (status == 404 and not kind.endswith(":not-found")):
+            return ApiUnreachable(  # not a route of the API: another server, another path
                 f"{self.base} did not answer as tickwork's API does ({method_path(response)}: "
                 f"{status} {response.reason_phrase or ''}".rstrip() + ")")
         detail = str(problem.get("detail", ""))
@@ -218,7 +219,7 @@ class RemoteClient:
                                    f"{detail}")
         if status == 403:
             return ValidationError("--token", detail)
-        if status == 404 and str(problem.get("type", "")).endswith(":not-found"):
+        if status == 404:
             return NoSuchThing(detail)
         if status == 409:
             return Conflict(detail)
