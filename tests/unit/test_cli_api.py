@@ -46,7 +46,8 @@ class ApiThread:
         return self
 
     def __exit__(self, *_: object) -> None:
-        assert self._loop is not None and self._stop is not None
+        assert self._loop is not None
+        assert self._stop is not None
         self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(20)
 
@@ -144,7 +145,8 @@ SESSION: list[tuple[tuple[str, ...], Any]] = [
     # what the user gets wrong: the same status and the same one line either way
     (("jobs", "show", "job-2"), None),
     (("jobs", "create", "--json", "-"), PY_JOB),
-    (("jobs", "create", "--json", "-"), {**PY_JOB, "name": "x", "schedule": {"cron": "61 * * * *"}}),
+    (("jobs", "create", "--json", "-"), {**PY_JOB, "name": "x",
+                                         "schedule": {"cron": "61 * * * *"}}),
     (("jobs", "update", "hello", "--json", "-"), {"priority": "high"}),
     (("jobs", "update", "hello", "--json", "-"), {"schedule": {"evry": 5}}),
     (("jobs", "update", "nosuch", "--json", "-"), {"priority": 1}),
@@ -177,9 +179,11 @@ def test_every_command_says_the_same_through_the_api_as_on_the_database(
     for (args, _), there, here in zip(SESSION, seen["database"], seen["api"], strict=True):
         assert here == there, " ".join(args)
     statuses = [code for code, _, _ in seen["api"]]
-    assert statuses.count(0) == 27 and set(statuses[27:]) == {2}
-    for code, _, err in seen["api"][27:]:
-        assert err.startswith("tickwork: error: ") and err.count("\n") == 1, err
+    assert statuses.count(0) == 27
+    assert set(statuses[27:]) == {2}
+    for _, _, err in seen["api"][27:]:
+        assert err.startswith("tickwork: error: "), err
+        assert err.count("\n") == 1, err
     # a run shown through the API, with its attempts, as on the database
     scheduled = json.loads(seen["api"][17][1].replace("<time>", "2030-01-01T00:00:00Z"))
     assert scheduled["trigger"] == "manual"
