@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: PLR0911  (a status 
 def _usage_line(exc: click.UsageError) -> str:
     """Click's message on one line, with the command it concerns and where to read more."""
     message = " ".join(exc.format_message().split())
-    message = message[:1].lower() + message[1:]
+    message = (message[:1].lower() + message[1:]).rstrip(".")
     path = exc.ctx.command_path if exc.ctx is not None else PROG
     return f"{message}; see '{path} --help'"
 
