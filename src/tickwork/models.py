@@ -68,9 +68,14 @@ KINDS = ("http", "slack", "email", "shell", "python")
 
 @dataclass(frozen=True, slots=True)
 class ScheduleSpec:
-    """When a job runs: exactly one of ``at``, ``cron`` or ``every_seconds`` is set."""
+    """When a job runs: exactly one of ``at``, ``cron``, ``every_seconds`` or ``rule`` is set.
 
-    type: Literal["at", "cron", "every"]
+    ``rule`` is a weekly or monthly rule (``type`` says which) as canonical JSON, read by
+    ``tickwork.schedules.structured``. ``exclude`` and ``only`` name calendars: no fire time on
+    what an ``exclude`` calendar covers, and (with ``only``) none outside the ``only`` ones.
+    """
+
+    type: Literal["at", "cron", "every", "weekly", "monthly"]
     at: datetime | None = None
     cron: str | None = None
     timezone: str = "UTC"
@@ -79,6 +84,16 @@ class ScheduleSpec:
     start_at: datetime | None = None
     end_at: datetime | None = None
     jitter_seconds: float = 0.0
+    rule: str | None = None
+    exclude: tuple[str, ...] = ()
+    only: tuple[str, ...] = ()
+
+    @property
+    def calendars(self) -> tuple[str, ...]:
+        """Every calendar this schedule names, each once."""
+        if not self.only:
+            return self.exclude
+        return tuple(dict.fromkeys((*self.exclude, *self.only)))
 
 
 @dataclass(frozen=True, slots=True)

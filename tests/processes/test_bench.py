@@ -57,6 +57,19 @@ async def test_w1_on_sqlite(tmp_path: Path) -> None:
     assert not (tmp_path / "b.db").exists()  # the bench's database is removed after the run
 
 
+async def test_w1_with_a_steady_stream_reports_it_apart(tmp_path: Path) -> None:
+    result = await bench("w1", "--jobs", "1000", "--steady", "200", "--steady-seconds", "3",
+                         "--database", f"sqlite:///{tmp_path}/b.db")
+    assert_correct(result, 1000 + 600)
+    steady = result["steady"]
+    assert (steady["jobs"], steady["executed"]) == (600, 600)
+    assert result["parameters"]["steady_rate"] == 200
+    assert 0 <= steady["lateness_seconds"]["p50"] <= steady["lateness_seconds"]["max"]
+    # due from T-1s at 200/s: some of it while the burst drained, and none counted twice
+    assert 0 < steady["during_drain"]["jobs"] <= 600
+    assert result["throughput_per_second"] > 0
+
+
 async def test_w1_on_postgres(postgres_admin: str) -> None:
     result = await bench("w1", "--jobs", "2000", "--database", postgres_admin,
                          "--workers", "2")

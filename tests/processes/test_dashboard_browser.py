@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,59 @@ async def test_create_a_job_watch_it_run_and_read_its_history(service: EmbeddedS
         await page.screenshot(path=str(ARTIFACTS / "dashboard-overview.png"))
         await browser.close()
     assert errors == []
+
+
+async def test_a_calendar_strikes_a_fire_time_on_the_job_page(
+        service: EmbeddedService) -> None:
+    need_chromium()
+    from playwright.async_api import async_playwright, expect
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        page = await browser.new_page(viewport={"width": 1280, "height": 900},
+                                      timezone_id="Europe/Berlin")
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("dialog", lambda dialog: dialog.accept())
+        await page.goto(f"{base_of(service)}/dashboard/")
+        await page.get_by_role("link", name="Calendars").click()
+        await expect(page.get_by_text("No calendars yet.")).to_be_visible()
+        await page.fill("#c-name", "holidays")
+        await page.fill("#c-dates", "2030-02-30")  # not a date: the field says so
+        await page.get_by_role("button", name="Create calendar").click()
+        await expect(page.locator("#ce-dates")).to_contain_text("dates[0]")
+        await page.fill("#c-dates", f"{tomorrow}\n2031-08-01..2031-08-15")
+        await page.fill("#c-weekly", "Fri 18:00 - Mon 06:00")
+        await page.get_by_role("button", name="Create calendar").click()
+        await expect(page.locator("#calendar-name")).to_have_text("holidays")
+        await page.screenshot(path=str(ARTIFACTS / "dashboard-calendar.png"))
+
+        await page.get_by_role("link", name="New job").click()
+        await page.fill("#f-name", "noon")
+        await page.fill("#f-cron", "0 12 * * 1-4")  # Monday to Thursday: the window spares it
+        await page.fill("#f-timezone", "UTC")
+        await page.fill("#f-exclude", "holidays")
+        await page.select_option("#f-kind", "python")
+        await page.fill("#f-payload", json.dumps({"callable": "tickwork.cli.demo:tick"}))
+        await page.get_by_role("button", name="Create job").click()
+        await expect(page.locator("#job-name")).to_have_text("noon")
+        struck = page.locator("ol.times li.excluded s")
+        if datetime.fromisoformat(tomorrow).isoweekday() <= 4:  # tomorrow fires, but for it
+            await expect(struck).to_have_count(1)
+            await expect(page.locator("ol.times li.excluded")).to_contain_text(
+                f"excluded by calendar 'holidays': {tomorrow}")
+        await expect(page.locator("ol.times li:not(.excluded)")).to_have_count(5)
+        await page.screenshot(path=str(ARTIFACTS / "dashboard-job-calendar.png"))
+
+        await page.goto(f"{base_of(service)}/dashboard/#/calendars/holidays")
+        await expect(page.get_by_role("link", name="noon")).to_be_visible()
+        await page.get_by_role("button", name="Delete").click()
+        await expect(page.get_by_role("status")).to_contain_text("'noon'")
+        await browser.close()
+    assert errors == []
+
+
+def base_of(service: EmbeddedService) -> str:
+    return service.api.url

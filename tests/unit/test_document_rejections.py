@@ -20,6 +20,7 @@ for _ in range(70):
     TOO_DEEP = [TOO_DEEP]
 
 # (document, field, reason)
+ONE_OF_TYPES = "must have one of 'at', 'cron', 'every', 'weekly' or 'monthly'"
 REJECTIONS = [
     # the document itself
     ([], "", "the job document must be a JSON object (got an array)"),
@@ -86,8 +87,8 @@ REJECTIONS = [
      "payload.body" + "[0]" * 64, "is nested more than 64 levels deep"),
     # schedule
     (doc(schedule="0 3 * * *"), "schedule", "must be an object (got '0 3 * * *')"),
-    (doc(schedule={}), "schedule", "must have one of 'at', 'cron' or 'every'"),
-    (doc(schedule={"timezone": "UTC"}), "schedule", "must have one of 'at', 'cron' or 'every'"),
+    (doc(schedule={}), "schedule", ONE_OF_TYPES),
+    (doc(schedule={"timezone": "UTC"}), "schedule", ONE_OF_TYPES),
     (doc(schedule={"cron": "* * * * *", "every": 60}), "schedule",
      "has both 'cron' and 'every'; use exactly one"),
     (doc(schedule={"at": "2030-01-01T00:00:00Z", "every": 60}), "schedule",
@@ -95,9 +96,9 @@ REJECTIONS = [
     (doc(schedule={"evry": 60}), "schedule", "unknown field 'evry' (did you mean 'every'?)"),
     (doc(schedule={"every": 60, "colour": 1}), "schedule", "unknown field 'colour'"),
     (doc(schedule={"every": 60, "timezone": "UTC"}), "schedule.timezone",
-     "only applies to 'cron' schedules"),
+     "only applies to 'cron', 'weekly' or 'monthly' schedules"),
     (doc(schedule={"at": "2030-01-01T00:00:00Z", "timezone": "UTC"}), "schedule.timezone",
-     "only applies to 'cron' schedules"),
+     "only applies to 'cron', 'weekly' or 'monthly' schedules"),
     (doc(schedule={"cron": "* * * * *", "offset": 5}), "schedule.offset",
      "only applies to 'every' schedules"),
     (doc(schedule={"every": 0.5}), "schedule.every", "must be at least 1s"),

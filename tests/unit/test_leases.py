@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from datetime import timedelta
 from pathlib import Path
+
+import pytest
 
 from tickwork.drivers.base import Completion
 from tickwork.models import AttemptOutcome, OccurrenceState, rfc3339
@@ -124,3 +127,20 @@ async def test_a_wake_up_while_the_queue_is_full_does_not_spin(tmp_path: Path) -
             # With a spinning fetcher this never returns: the loop is never free again.
             await asyncio.wait_for(asyncio.to_thread(lambda: None), 5)
         assert h.pool.running_count == 1
+
+
+async def test_a_rescue_is_a_warning_when_retried_and_an_error_when_crashed(
+        harness: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="tickwork.rescuer")
+    await harness.client.create_job(hanging_job("again", retry={"max_attempts": 2}))
+    await harness.client.create_job(hanging_job("once", retry={"max_attempts": 1}))
+    await harness.tick()
+    await started("again")
+    await started("once")
+    rescued = await rescuer_that_thinks_w1_is_dead(harness).run_once(harness.clock.now())
+    assert sorted(r.state.value for r in rescued) == ["crashed", "retrying"]
+    levels = {r.getMessage().rsplit("now ", 1)[1]: r.levelname for r in caplog.records
+              if r.getMessage().startswith("rescued ")}
+    assert levels == {"retrying": "WARNING", "crashed": "ERROR"}
+    EVENTS["again"].set()
+    EVENTS["once"].set()

@@ -155,8 +155,10 @@ def test_spec_rejections() -> None:
          "schedule.jitter_seconds: must be a finite number of seconds, zero or more, got nan"),
         (ScheduleSpec(type="at"), "schedule.at: is required for an 'at' schedule"),
         (ScheduleSpec(type="cron"), "schedule.cron: is required for a 'cron' schedule"),
-        (ScheduleSpec(type="weekly"),  # type: ignore[arg-type]
-         "schedule: unknown schedule type 'weekly' (expected 'at', 'cron' or 'every')"),
+        (ScheduleSpec(type="hourly"),  # type: ignore[arg-type]
+         "schedule: unknown schedule type 'hourly' (expected 'at', 'cron', 'every', 'weekly' "
+         "or 'monthly')"),
+        (ScheduleSpec(type="weekly"), "schedule.weekly: is required"),
         (ScheduleSpec(type="every", every_seconds=60, timezone="Mars/Olympus"),
          "schedule.timezone: unknown time zone 'Mars/Olympus'"),
     ]

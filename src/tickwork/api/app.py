@@ -13,7 +13,7 @@ from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from tickwork import __version__
-from tickwork.api import auth, errors, jobs, queues, runs, stats, tokens
+from tickwork.api import auth, calendars, errors, jobs, queues, runs, stats, tokens
 from tickwork.api.auth import LOOPBACK_HOSTS, READ
 from tickwork.api.body import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from tickwork.api.deps import ApiState, ClientDep, state_of
@@ -44,7 +44,7 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
         client=client, open_access=open_access, metrics=metrics or Metrics(),
         allowed_hosts=frozenset({*LOOPBACK_HOSTS, *(h.lower() for h in allowed_hosts)}))
     errors.install(app)
-    for module in (jobs, runs, queues, stats, tokens, auth):
+    for module in (jobs, calendars, runs, queues, stats, tokens, auth):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     app.add_middleware(UrlText)

@@ -15,11 +15,10 @@ from tickwork.api.deps import ClientDep, decode_cursor, encode_cursor
 from tickwork.api.errors import problems
 from tickwork.api.schemas import BACKFILL_BODY, CREATE_BODY, PATCH_BODY, PREVIEW_BODY
 from tickwork.document import parse_instant, parse_job_document
-from tickwork.document.render import job_json, run_json, when
+from tickwork.document.render import fire_json, job_json, run_json, when
 from tickwork.drivers.base import MAX_BATCH
 from tickwork.errors import ValidationError
 from tickwork.models import JobSpec
-from tickwork.schedules import compile_schedule
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
 Body = Annotated[Any, Depends(json_body)]
@@ -139,6 +138,7 @@ async def preview_draft(client: ClientDep, body: Body) -> dict[str, Any]:
     # The one validator checks the schedule; the rest of this stand-in document is valid.
     spec = parse_job_document({"name": "preview", "kind": "http", "schedule": fields["schedule"],
                                "payload": {"url": "https://example.org/"}}).spec
+    await client.schedule_of(spec, check=True)  # its calendars exist
     after = fields.get("after")
     return await _preview(client, spec, count,
                           parse_instant(after, "after") if after is not None else None)
@@ -163,10 +163,14 @@ async def job_status(client: ClientDep, ref: Ref,
 
 async def _preview(client: ClientDep, spec: JobSpec, count: int,
                    after: datetime | None) -> dict[str, Any]:
-    times = await client.preview(spec, count, after)
-    return {"description": compile_schedule(spec.schedule).describe(),
-            "timezone": spec.schedule.timezone if spec.schedule.type == "cron" else "UTC",
-            "times": [when(t) for t in times]}
+    """``times``: the next fire times; ``fires``: the same, with the ones the schedule's
+    calendars drop among them (``excluded_by`` names the calendar, ``reason`` says why)."""
+    fires = await client.preview_fires(spec, count, after)
+    zoned = spec.schedule.type in ("cron", "weekly", "monthly") or spec.schedule.calendars
+    return {"description": (await client.schedule_of(spec)).describe(),
+            "timezone": spec.schedule.timezone if zoned else "UTC",
+            "times": [when(f.at) for f in fires if f.excluded_by is None],
+            "fires": [fire_json(f) for f in fires]}
 
 
 def _object(body: object, known: set[str], *, required: set[str]) -> Mapping[str, Any]:

@@ -14,10 +14,26 @@ _DURATION: dict[str, Any] = {"oneOf": [{"type": "number", "minimum": 0},
                                        {"type": "string", "example": "15m"}]}
 _INSTANT: dict[str, Any] = {"type": "string", "format": "date-time"}
 
+_TIMES: dict[str, Any] = {"oneOf": [{"type": "string", "example": "09:00"},
+                                    {"type": "array", "items": {"type": "string"}}]}
+_NAMES: dict[str, Any] = {"type": "array", "maxItems": 10,
+                          "items": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"}}
 SCHEDULE: dict[str, Any] = {
     "type": "object",
-    "description": "Exactly one of at, cron or every; see docs/job-document.md.",
+    "description": "Exactly one of at, cron, every, weekly or monthly; exclude and only name "
+                   "calendars; see docs/schedules.md.",
     "properties": {
+        "weekly": {"type": "object", "additionalProperties": False, "properties": {
+            "days": {"type": "array", "items": {"type": "string", "example": "tue"}},
+            "at": _TIMES, "interval": {"type": "integer", "minimum": 1, "maximum": 52},
+            "anchor": {"type": "string", "format": "date"}}},
+        "monthly": {"type": "object", "additionalProperties": False, "properties": {
+            "days": {"type": "array", "items": {"oneOf": [{"type": "integer"},
+                                                          {"type": "string", "enum": ["last"]}]}},
+            "business_day": {"type": "integer", "minimum": -23, "maximum": 23},
+            "business_days_before_end": {"type": "integer", "minimum": 1, "maximum": 22},
+            "at": _TIMES}},
+        "exclude": _NAMES, "only": _NAMES,
         "at": _INSTANT, "cron": {"type": "string", "example": "0 3 * * *"},
         "timezone": {"type": "string", "example": "Europe/Berlin"}, "every": _DURATION,
         "offset": _DURATION, "start_at": {**_INSTANT, "nullable": True},
@@ -82,5 +98,33 @@ TOKEN_BODY = body({
     "type": "object", "required": ["name", "scope"], "additionalProperties": False,
     "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 64},
                    "scope": {"type": "string", "enum": ["read", "write", "admin"]}}})
+
+_DATE: dict[str, Any] = {"type": "string", "format": "date", "example": "2030-12-25"}
+CALENDAR_DOCUMENT: dict[str, Any] = {
+    "type": "object", "required": ["name"], "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"},
+        "description": {"type": "string", "maxLength": 500},
+        "dates": {"type": "array", "items": {"oneOf": [_DATE, {
+            "type": "object", "required": ["from", "to"], "additionalProperties": False,
+            "properties": {"from": _DATE, "to": _DATE}}]}},
+        "yearly": {"type": "array", "items": {"oneOf": [
+            {"type": "string", "example": "12-25"},
+            {"type": "object", "required": ["on"], "additionalProperties": False,
+             "properties": {"on": {"type": "string"}, "from": _DATE, "until": _DATE}}]}},
+        "weekly": {"type": "array", "items": {"type": "string", "example": "Sat-Sun"}},
+    },
+    "example": {"name": "holidays", "dates": ["2030-12-25", {"from": "2030-08-01",
+                                                             "to": "2030-08-15"}],
+                "yearly": ["01-01"], "weekly": ["Sat-Sun"]},
+}
+CALENDAR_BODY = body(CALENDAR_DOCUMENT)
+CALENDAR_UPDATE_BODY = body({**CALENDAR_DOCUMENT, "required": []})
+CALENDAR_IMPORT_BODY = body({
+    "type": "object", "required": ["name", "ics"], "additionalProperties": False,
+    "properties": {"name": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"},
+                   "ics": {"type": "string", "description": "the text of an .ics file"},
+                   "description": {"type": "string", "maxLength": 500},
+                   "replace": {"type": "boolean", "default": False}}})
 
 STATES = [s.value for s in OccurrenceState]

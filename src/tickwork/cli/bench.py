@@ -92,7 +92,8 @@ def _common(command: F) -> F:
 @bench.command("w1", epilog=examples(
     "tickwork bench w1",
     "tickwork bench w1 --jobs 100000 --database postgresql://postgres@127.0.0.1/postgres",
-    "tickwork bench w1 --against ../shared/peers/pgqueuer-w1 --rounds 3"))
+    "tickwork bench w1 --against ../shared/peers/pgqueuer-w1 --rounds 3",
+    "tickwork bench w1 --jobs 20000 --steady 200"))
 @_common
 @click.option("--jobs", type=POSITIVE, default=20_000, show_default=True, help="how many jobs")
 @click.option("--timeout", type=POSITIVE, default=300, show_default=True,
@@ -102,6 +103,11 @@ def _common(command: F) -> F:
               "tickwork in turn, --rounds times, and print the ratio of the medians")
 @click.option("--rounds", type=POSITIVE, default=2, show_default=True,
               help="with --against: rounds of the peer then tickwork")
+@click.option("--steady", metavar="RATE", type=POSITIVE,
+              help="also RATE one-off jobs a second due evenly from T-1s, whose start "
+              "lateness is reported apart (the work kept on time while a burst drains)")
+@click.option("--steady-seconds", type=POSITIVE, default=10, show_default=True,
+              help="with --steady: how long the steady stream lasts")
 async def w1(**params: Any) -> int:
     """Burst: N one-off no-op jobs all due at one instant; creation rate, drain time and
     lateness."""
@@ -244,8 +250,10 @@ async def _workload(args: argparse.Namespace, bench: Any) -> dict[str, Any]:
     if args.workload == "w1":
         from tickwork.bench.w1 import run_w1  # noqa: PLC0415
 
-        bench.progress.total = args.jobs
-        return await run_w1(bench, jobs=args.jobs, drain_timeout=args.timeout)
+        rate = args.steady or 0  # no --steady: no steady stream
+        bench.progress.total = args.jobs + int(rate * args.steady_seconds)
+        return await run_w1(bench, jobs=args.jobs, drain_timeout=args.timeout,
+                            steady_rate=rate, steady_seconds=args.steady_seconds)
     if args.workload == "w2":
         from tickwork.bench.w2 import profile_from_args, run_w2  # noqa: PLC0415
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime
 from typing import Any
 
 import click
@@ -12,10 +11,11 @@ from tickwork.cli.common import check_limit, open_client, read_documents
 from tickwork.cli.options import Group, Target, examples, json_flag, store_options
 from tickwork.cli.output import print_json, print_table
 from tickwork.document import parse_job_document
-from tickwork.document.render import job_json, run_json, when
+from tickwork.document.render import fire_json, job_json, run_json, when
 from tickwork.errors import ValidationError
 from tickwork.models import Job, JobSpec
 from tickwork.schedules import compile_schedule
+from tickwork.schedules.structured import Fire
 
 
 @click.group(cls=Group, epilog=examples(
@@ -116,7 +116,8 @@ async def list_jobs(*, target: Target, queue: str | None, tag: str | None, kind:
     "tickwork jobs show nightly-report --next 20 --json"))
 @JOB
 @click.option("--next", "upcoming", type=int, default=5, show_default=True, metavar="N",
-              help="how many next fire times to show (up to 1000)")
+              help="how many next fire times to show (up to 1000), with those its calendars "
+              "drop among them")
 @json_flag()
 @store_options(api=True)
 async def show_job(target: Target, job: str, upcoming: int, as_json: bool) -> int:
@@ -124,15 +125,17 @@ async def show_job(target: Target, job: str, upcoming: int, as_json: bool) -> in
     client = await open_client(target)
     try:
         found = await client.get_job(job)
-        times = await client.preview(found.id, max(0, min(upcoming, 1000)))
+        fires = await client.preview_fires(found.id, max(0, min(upcoming, 1000)))
     finally:
         await client.close()
-    return _show(found, times, as_json=as_json)
+    return _show(found, fires, as_json=as_json)
 
 
-def _show(job: Job, upcoming: list[datetime], *, as_json: bool) -> int:
+def _show(job: Job, fires: list[Fire], *, as_json: bool) -> int:
+    upcoming = [f.at for f in fires if f.excluded_by is None]
     if as_json:
         print_json({**job_json(job), "next_fire_times": [when(t) for t in upcoming],
+                    "excluded_fire_times": [fire_json(f) for f in fires if f.excluded_by],
                     "description": compile_schedule(job.spec.schedule).describe()})
         return 0
     print_table(["FIELD", "VALUE"], [
@@ -142,10 +145,11 @@ def _show(job: Job, upcoming: list[datetime], *, as_json: bool) -> int:
         ("paused", job.spec.paused), ("next run", when(job.next_run_at) or "-"),
         ("tags", ", ".join(job.spec.tags)),
     ])
-    if upcoming:
+    if fires:
         print("\nnext fire times:")
-        for t in upcoming:
-            print(f"  {when(t)}")
+        for f in fires:  # the ones calendars drop too, each with why
+            print(f"  {when(f.at)}" if f.excluded_by is None else
+                  f"  {when(f.at)}  skipped: {f.reason}")
     return 0
 
 
@@ -254,4 +258,6 @@ def _schedule_text(schedule: Any) -> str:
         return f"cron {schedule.cron}{zone}"
     if schedule.type == "every":
         return f"every {schedule.every_seconds:g}s"
+    if schedule.type in ("weekly", "monthly"):
+        return f"{schedule.type} {schedule.rule}"
     return f"at {when(schedule.at)}"

@@ -21,7 +21,17 @@ from typing import Any
 import click
 
 from tickwork import __version__
-from tickwork.cli import api, bench, distributed, jobs, queues, runs, secrets, service
+from tickwork.cli import (
+    api,
+    bench,
+    calendars,
+    distributed,
+    jobs,
+    queues,
+    runs,
+    secrets,
+    service,
+)
 from tickwork.cli.options import LOGGING, Group, examples
 from tickwork.document.text import not_unicode
 from tickwork.errors import Conflict, NotMigrated, StoreUnavailable, TickworkError, ValidationError
@@ -71,8 +81,8 @@ def completion(shell: str) -> int:
 
 def build_cli() -> click.Group:
     for group in (service.run, service.migrate, distributed.scheduler, distributed.worker,
-                  api.api, jobs.jobs, runs.runs, queues.queues, api.tokens, secrets.secrets,
-                  bench.bench):
+                  api.api, jobs.jobs, calendars.calendars, runs.runs, queues.queues,
+                  api.tokens, secrets.secrets, bench.bench):
         cli.add_command(group)
     return cli
 

@@ -34,6 +34,7 @@ from tickwork.models import (
     OccurrenceState,
     Trigger,
 )
+from tickwork.schedules.structured import Fire
 
 PAGE = 500  # the API's largest page of jobs or runs
 PREVIEW_PAGE = 100  # the API's most fire times in one preview
@@ -128,20 +129,21 @@ class RemoteClient:
     async def delete_job(self, ref: str) -> None:
         await self._call("DELETE", f"/jobs/{_segment(ref)}")
 
-    async def preview(self, job: str, n: int = 5,
-                      after: datetime | None = None) -> list[datetime]:
-        times: list[datetime] = []
-        while len(times) < n:
-            params = _present({"count": min(PREVIEW_PAGE, n - len(times) + 1),
-                               "after": when(times[-1] if times else after)})
-            page = [_instant(t) for t in
-                    (await self._call("GET", f"/jobs/{_segment(job)}/preview",
-                                      params=params))["times"]]
-            fresh = [t for t in page if not times or t > times[-1]]
-            times += fresh[:n - len(times)]
+    async def preview_fires(self, job: str, n: int = 5,
+                            after: datetime | None = None) -> list[Fire]:
+        """The next ``n`` fire times, those the calendars drop among them, in pages."""
+        fires: list[Fire] = []
+        while len(fires) < n:
+            params = _present({"count": min(PREVIEW_PAGE, n - len(fires) + 1),
+                               "after": when(fires[-1].at if fires else after)})
+            body = await self._call("GET", f"/jobs/{_segment(job)}/preview", params=params)
+            page = [Fire(at=_instant(f["at"]), excluded_by=f.get("excluded_by"),
+                         reason=f.get("reason")) for f in body["fires"]]
+            fresh = [f for f in page if not fires or f.at > fires[-1].at]
+            fires += fresh[:n - len(fires)]
             if not fresh or len(page) < params["count"]:
                 break
-        return times
+        return fires
 
     # --- runs ---------------------------------------------------------------------------
 

@@ -22,6 +22,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+from tickwork.client.calendars import (
+    CalendarChange,
+    CalendarMethods,
+    calendar_first_run,
+    check_calendars,
+)
 from tickwork.clock import Clock, SystemClock
 from tickwork.document import (
     QUEUE_NAME,
@@ -57,6 +63,7 @@ from tickwork.drivers.base import (
     OccurrenceListParams,
     Store,
 )
+from tickwork.drivers.calendars import CalendarCache, StoredCalendar
 from tickwork.errors import ValidationError
 from tickwork.executors.admission import JobPolicy
 from tickwork.models import (
@@ -68,7 +75,9 @@ from tickwork.models import (
     ScheduleSpec,
     Trigger,
 )
-from tickwork.schedules import compile_schedule, preview
+from tickwork.schedules import preview
+from tickwork.schedules.calendars import Calendar
+from tickwork.schedules.structured import Fire
 
 T = TypeVar("T")
 JobInput = Mapping[str, Any] | JobSpec
@@ -99,15 +108,16 @@ def to_specs(jobs: Iterable[JobInput],
         yield spec
 
 
-def create_params(specs: Iterable[JobSpec], now: datetime) -> Iterator[JobCreateParams]:
+def create_params(specs: Iterable[JobSpec], now: datetime,
+                  calendars: Mapping[str, Calendar] | None = None) -> Iterator[JobCreateParams]:
     """What the store creates for ``specs``: each job's first run is computed (and checked to
     come) once per distinct schedule object (parsing hands out one per distinct schedule
-    document)."""
+    document), with ``calendars`` for schedules that name some."""
     firsts: dict[int, tuple[ScheduleSpec, datetime | None]] = {}
     for index, spec in enumerate(specs):
         known = firsts.get(id(spec.schedule))
         if known is None:  # the tuple keeps the schedule alive, so no other takes its id
-            known = (spec.schedule, first_run(spec, now))
+            known = (spec.schedule, calendar_first_run(spec, now, calendars))
             try:
                 check_runs(spec, known[1], now)
             except ValidationError as exc:
@@ -124,7 +134,7 @@ def _check_texts(**fields: str | None) -> None:
             raise ValidationError(name, reason)
 
 
-class AsyncClient:
+class AsyncClient(CalendarMethods):
     def __init__(self, store: Store, *, clock: Clock | None = None,
                  on_change: Callable[[], None] | None = None,
                  after_insert: Callable[[Sequence[Occurrence]], Awaitable[object]] | None = None,
@@ -139,6 +149,7 @@ class AsyncClient:
         # dispatch, DueFeeder.add_waiting (it logs a failure; the reconciler repairs it).
         self.after_insert = after_insert
         self._admin: AdminStore | None = None
+        self._calendar_cache = CalendarCache()
         self._closers: list[Callable[[], Awaitable[object]]] = []
 
     @property
@@ -181,7 +192,7 @@ class AsyncClient:
         spec = to_spec(job)
         self._check(spec)
         now = self.clock.now()
-        next_run = first_run(spec, now)
+        next_run = await self._first_run(spec, now)
         check_runs(spec, next_run, now)
         created = await self.store.job_create(
             JobCreateParams(spec=spec, next_run_at=next_run, now=now))
@@ -195,14 +206,28 @@ class AsyncClient:
         while later documents are still being checked; an invalid one rolls back them all.
         """
         now = self.clock.now()
+        calendars = await self.calendar_map()
+
+        def check(spec: JobSpec) -> None:
+            self._check(spec)
+            check_calendars(spec, calendars)
+
         created = await self.store.job_create_many(
-            JobCreateManyParams(jobs=create_params(to_specs(jobs, self._check), now)))
+            JobCreateManyParams(jobs=create_params(to_specs(jobs, check), now, calendars)))
         self._changed()
         return created
 
     def _check(self, spec: JobSpec) -> None:
         if self.policy is not None:
             self.policy.check(spec)
+
+    async def _first_run(self, spec: JobSpec, now: datetime) -> datetime | None:
+        """``first_run``; a schedule that names calendars is checked to name existing ones."""
+        if not spec.schedule.calendars:
+            return first_run(spec, now)
+        calendars = await self.calendar_map()
+        check_calendars(spec, calendars)
+        return calendar_first_run(spec, now, calendars)
 
     async def get_job(self, ref: str) -> Job:
         return await self._job(ref)
@@ -240,10 +265,10 @@ class AsyncClient:
         now = self.clock.now()
         next_run = current.next_run_at
         if spec.schedule != current.spec.schedule:
-            next_run = first_run(spec, now)
+            next_run = await self._first_run(spec, now)
             check_runs(spec, next_run, now)
         elif next_run is None:
-            next_run = first_run(spec, now)
+            next_run = await self._first_run(spec, now)
         updated = await self.store.job_update(
             JobUpdateParams(id=current.id, spec=spec, next_run_at=next_run, now=now))
         self._changed()
@@ -260,7 +285,7 @@ class AsyncClient:
         now = self.clock.now()
         next_run = job.next_run_at
         if job.spec.schedule.type != "at":
-            next_run = compile_schedule(job.spec.schedule).first_at_or_after(now)
+            next_run = (await self.schedule_of(job.spec)).first_at_or_after(now)
         resumed = await self.store.job_set_paused(JobSetPausedParams(
             id=job.id, paused=False, next_run_at=next_run, now=now))
         self._changed()
@@ -286,7 +311,7 @@ class AsyncClient:
     async def preview(self, job: JobInput | str, n: int = 5,
                       after: datetime | None = None) -> list[datetime]:
         spec = (await self._job(job)).spec if isinstance(job, str) else to_spec(job)
-        return preview(compile_schedule(spec.schedule), after or self.clock.now(), n)
+        return preview(await self.schedule_of(spec), after or self.clock.now(), n)
 
     async def backfill(self, ref: str, since: datetime, until: datetime, *,
                        limit: int = MAX_BATCH) -> Backfill:
@@ -299,7 +324,7 @@ class AsyncClient:
         if until > now:
             raise ValidationError("until", "must not be in the future; a backfill fills the past")
         bound = min(limit, MAX_BATCH)
-        schedule = compile_schedule(job.spec.schedule)
+        schedule = await self.schedule_of(job.spec)
         times: list[datetime] = []
         t = schedule.first_at_or_after(since)
         while t is not None and t < until:
@@ -452,6 +477,33 @@ class Client:
     def preview(self, job: JobInput | str, n: int = 5,
                 after: datetime | None = None) -> list[datetime]:
         return self._run(self._inner.preview(job, n, after))
+
+    def preview_fires(self, job: JobInput | str, n: int = 5,
+                      after: datetime | None = None) -> list[Fire]:
+        return self._run(self._inner.preview_fires(job, n, after))
+
+    def list_calendars(self) -> list[StoredCalendar]:
+        return self._run(self._inner.list_calendars())
+
+    def get_calendar(self, name: str) -> StoredCalendar:
+        return self._run(self._inner.get_calendar(name))
+
+    def create_calendar(self, doc: Mapping[str, Any]) -> StoredCalendar:
+        return self._run(self._inner.create_calendar(doc))
+
+    def update_calendar(self, name: str, doc: Mapping[str, Any]) -> CalendarChange:
+        return self._run(self._inner.update_calendar(name, doc))
+
+    def delete_calendar(self, name: str) -> None:
+        self._run(self._inner.delete_calendar(name))
+
+    def import_calendar(self, name: str, ics: str, *, description: str | None = None,
+                        replace: bool = False) -> CalendarChange:
+        return self._run(self._inner.import_calendar(name, ics, description=description,
+                                                     replace=replace))
+
+    def calendar_jobs(self, name: str) -> list[Job]:
+        return self._run(self._inner.calendar_jobs(name))
 
     def list_runs(self, **filters: Any) -> list[Occurrence]:
         return self._run(self._inner.list_runs(**filters))

@@ -187,12 +187,20 @@ def _schedule_document(schedule: ScheduleSpec) -> dict[str, Any]:
         doc = {"at": rfc3339(schedule.at)}
     elif schedule.type == "cron":
         doc = {"cron": schedule.cron, "timezone": schedule.timezone}
+    elif schedule.rule is not None:
+        doc = {schedule.type: json.loads(schedule.rule), "timezone": schedule.timezone}
     else:
         assert schedule.every_seconds is not None  # likewise for "every"
         doc = {
             "every": _number_out(schedule.every_seconds),
             "offset": _number_out(schedule.offset_seconds),
         }
+    if schedule.exclude:
+        doc["exclude"] = list(schedule.exclude)
+    if schedule.only:
+        doc["only"] = list(schedule.only)
+    if (schedule.exclude or schedule.only) and "timezone" not in doc:
+        doc["timezone"] = schedule.timezone
     if schedule.start_at is not None:
         doc["start_at"] = rfc3339(schedule.start_at)
     if schedule.end_at is not None:

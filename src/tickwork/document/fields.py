@@ -29,6 +29,8 @@ from tickwork.document.text import check_strings, got, is_plain
 from tickwork.errors import ValidationError
 from tickwork.models import KINDS, Delivery, Overlap, RetryPolicy, ScheduleSpec, rfc3339
 from tickwork.schedules import Schedule, compile_schedule, load_zone, parse_duration
+from tickwork.schedules.calendars import check_name as calendar_name
+from tickwork.schedules.structured import parse_rule
 
 NAME_MAX_CHARS = 200
 NAME_FORBIDDEN = frozenset("<>\"'&/\\`")
@@ -49,11 +51,16 @@ TAG_RULE = "must be 1 to 64 letters, digits, '_', '.', ':' or '-'"
 INSTANT_EXAMPLE = "2030-01-01T09:00:00Z"
 DURATION_RULE = "must be a number of seconds or a duration such as '30s', '15m', '1h' or '1d'"
 
-ScheduleType = Literal["at", "cron", "every"]
-SCHEDULE_TYPES: tuple[ScheduleType, ...] = ("at", "cron", "every")
-SCHEDULE_FIELDS = (*SCHEDULE_TYPES, "timezone", "offset", "start_at", "end_at", "jitter_seconds")
-SCHEDULE_ONLY_FOR = {"timezone": "cron", "offset": "every"}
-_SPEC_NAMES = {"every": "every_seconds", "offset": "offset_seconds"}  # document -> ScheduleSpec
+ScheduleType = Literal["at", "cron", "every", "weekly", "monthly"]
+SCHEDULE_TYPES: tuple[ScheduleType, ...] = ("at", "cron", "every", "weekly", "monthly")
+SCHEDULE_FIELDS = (*SCHEDULE_TYPES, "timezone", "offset", "start_at", "end_at", "jitter_seconds",
+                   "exclude", "only")
+# A field that applies to some schedule types only; timezone also to any that names calendars.
+SCHEDULE_ONLY_FOR = {"timezone": ("cron", "weekly", "monthly"), "offset": ("every",)}
+CALENDARS_MAX = 10
+# document -> ScheduleSpec
+_SPEC_NAMES = {"every": "every_seconds", "offset": "offset_seconds", "weekly": "rule",
+               "monthly": "rule"}
 JITTER_MODES = ("full", "equal", "none")
 OVERLAPS = tuple(overlap.value for overlap in Overlap)
 DELIVERIES = tuple(delivery.value for delivery in Delivery)
@@ -254,13 +261,17 @@ def schedule(value: object, field: str) -> ScheduleSpec:
             raise unknown(item, SCHEDULE_FIELDS, field)
     types = [item for item in SCHEDULE_TYPES if item in obj]
     if not types:
-        raise ValidationError(field, "must have one of 'at', 'cron' or 'every'")
+        raise ValidationError(field, "must have one of 'at', 'cron', 'every', 'weekly' or "
+                              "'monthly'")
     if len(types) > 1:
         raise ValidationError(field, f"has both {types[0]!r} and {types[1]!r}; use exactly one")
     kind = types[0]
     for item, only in SCHEDULE_ONLY_FOR.items():
-        if item in obj and kind != only:
-            raise ValidationError(f"{field}.{item}", f"only applies to {only!r} schedules")
+        if item == "timezone" and (obj.get("exclude") or obj.get("only")):
+            continue  # calendars judge dates in the schedule's zone, whatever its type
+        if item in obj and kind not in only:
+            names = " or ".join(filter(None, (", ".join(map(repr, only[:-1])), repr(only[-1]))))
+            raise ValidationError(f"{field}.{item}", f"only applies to {names} schedules")
     given = fields(obj, field, _SCHEDULE_PARSERS)
     start, end = given.get("start_at"), given.get("end_at")
     if start is not None and end is not None and end <= start:
@@ -281,6 +292,22 @@ def timezone(value: object, field: str) -> str:
     zone = string(value, field)
     load_zone(zone, field)  # an IANA name; the schedule module owns that rule
     return zone
+
+
+def calendars(value: object, field: str) -> tuple[str, ...]:
+    """Names of calendars (``schedule.exclude``, ``schedule.only``); that they exist is
+    checked against the store when the job is saved."""
+    if not isinstance(value, list | tuple):
+        raise ValidationError(field, f"must be an array of calendar names ({got(value)})")
+    if len(value) > CALENDARS_MAX:
+        raise ValidationError(field, f"must name at most {CALENDARS_MAX} calendars")
+    names: list[str] = []
+    for index, item in enumerate(value):
+        name = calendar_name(item, f"{field}[{index}]")
+        if name in names:
+            raise ValidationError(f"{field}[{index}]", f"names calendar {name!r} twice")
+        names.append(name)
+    return tuple(names)
 
 
 def every(value: object, field: str) -> float:
@@ -429,6 +456,10 @@ _SCHEDULE_PARSERS: dict[str, _Parser] = {
     "cron": cron,
     "timezone": timezone,
     "every": every,
+    "weekly": lambda value, field: parse_rule("weekly", value, field),
+    "monthly": lambda value, field: parse_rule("monthly", value, field),
+    "exclude": calendars,
+    "only": calendars,
     "offset": bounded_seconds(zero_ok=True),
     "start_at": lambda value, field: None if value is None else parse_instant(value, field),
     "end_at": lambda value, field: None if value is None else parse_instant(value, field),

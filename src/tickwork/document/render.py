@@ -1,4 +1,4 @@
-"""Jobs, runs and attempts as JSON: one shape for the API, the CLI and the dashboard."""
+"""Jobs, runs, attempts, calendars and previews as JSON: one shape for every face."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from datetime import datetime
 from typing import Any
 
 from tickwork.document import job_document
+from tickwork.drivers.calendars import StoredCalendar
 from tickwork.models import Attempt, Job, Occurrence, rfc3339
+from tickwork.schedules.structured import Fire
 
 
 def when(dt: datetime | None) -> str | None:
@@ -37,3 +39,13 @@ def attempt_json(a: Attempt) -> dict[str, Any]:
         "finished_at": when(a.finished_at), "duration_seconds": a.duration_seconds,
         "outcome": a.outcome.value if a.outcome else None, "output": a.output, "error": a.error,
     }
+
+
+def calendar_json(calendar: StoredCalendar) -> dict[str, Any]:
+    return {**calendar.document, "version": calendar.version,
+            "created_at": when(calendar.created_at), "updated_at": when(calendar.updated_at)}
+
+
+def fire_json(fire: Fire) -> dict[str, Any]:
+    """A previewed fire time; ``excluded_by`` names the calendar that drops it, if one does."""
+    return {"at": when(fire.at), "excluded_by": fire.excluded_by, "reason": fire.reason}

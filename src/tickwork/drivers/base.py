@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from tickwork.drivers.calendars import CalendarStore
 from tickwork.models import (
     Attempt,
     AttemptOutcome,
@@ -296,7 +297,7 @@ class WaitingOccurrence:
     priority: int
 
 
-class Store(Protocol):
+class Store(CalendarStore, Protocol):
     """The source of truth. Every method is one transaction."""
 
     async def migrate(self) -> None: ...

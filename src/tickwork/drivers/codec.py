@@ -88,7 +88,16 @@ def _schedule_json(s: ScheduleSpec) -> str:
             f'"timezone":{_text(s.timezone)},"every_seconds":{_number(s.every_seconds)},'
             f'"offset_seconds":{_number(s.offset_seconds)},'
             f'"start_at":{_instant_text(s.start_at)},"end_at":{_instant_text(s.end_at)},'
-            f'"jitter_seconds":{_number(s.jitter_seconds)}}}')
+            f'"jitter_seconds":{_number(s.jitter_seconds)}{_calendared_json(s)}}}')
+
+
+def _calendared_json(s: ScheduleSpec) -> str:
+    """A weekly or monthly rule and the calendars, written only when set (older rows lack
+    them, and so do most)."""
+    if s.rule is None and not s.exclude and not s.only:
+        return ""
+    return (f',"rule":{_text(s.rule)},"exclude":{_JSON.encode(list(s.exclude))},'
+            f'"only":{_JSON.encode(list(s.only))}')
 
 
 def _payload_json(payload: dict[str, Any]) -> str:
@@ -221,6 +230,9 @@ def _parse(text: str) -> JobSpec:
             start_at=_instant(s["start_at"]),
             end_at=_instant(s["end_at"]),
             jitter_seconds=s["jitter_seconds"],
+            rule=s.get("rule"),
+            exclude=tuple(s.get("exclude", ())),
+            only=tuple(s.get("only", ())),
         ),
         kind=d["kind"],
         payload=d["payload"],

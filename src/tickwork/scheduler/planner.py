@@ -20,9 +20,11 @@ from tickwork.drivers.base import (
     NewOccurrence,
     Store,
 )
+from tickwork.drivers.calendars import CalendarCache
 from tickwork.models import Job, OccurrenceState, ScheduleSpec
 from tickwork.scheduler.loop import Loop
 from tickwork.schedules import Schedule, compile_schedule, jitter_offset
+from tickwork.schedules.calendars import Calendar
 
 log = logging.getLogger("tickwork.planner")
 
@@ -52,14 +54,43 @@ class ScheduleCache:
         return self._compile.cache_info().currsize
 
 
+class CalendarScheduleCache:
+    """Compiled schedules that name calendars, by definition and by the version of each
+    calendar they name: a changed calendar is a new key. At most ``size`` entries (all
+    forgotten at once when full)."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self.size = size
+        self.calendars = CalendarCache()
+        self._compiled: dict[tuple[object, ...], Schedule] = {}
+
+    def get(self, spec: ScheduleSpec, calendars: dict[str, Calendar]) -> Schedule:
+        key = (spec, *(self.calendars.stamp(name) for name in spec.calendars))
+        found = self._compiled.get(key)
+        if found is None:
+            missing = [name for name in spec.calendars if name not in calendars]
+            if missing:
+                log.warning("a schedule names calendar(s) %s, which do not exist: taken as "
+                            "empty", ", ".join(missing))
+            if len(self._compiled) >= self.size:
+                self._compiled.clear()
+            found = self._compiled[key] = compile_schedule(spec, calendars)
+        return found
+
+
 def plan_job(job: Job, schedule: Schedule, now: datetime, until: datetime,
              limit: int) -> JobAdvance:
-    """The occurrences of ``job`` from its next run up to ``until``, at most ``limit`` of them."""
+    """The occurrences of ``job`` from its next run up to ``until``, at most ``limit`` of them.
+
+    A schedule that names calendars checks its next run first: a calendar may have changed
+    since it was computed."""
     assert job.next_run_at is not None  # job_due returns only jobs with a next run
     spec = job.spec
     catchup = timedelta(seconds=spec.catchup_window_seconds)
     occurrences: list[NewOccurrence] = []
     t: datetime | None = job.next_run_at
+    if spec.schedule.exclude or spec.schedule.only:
+        t = schedule.first_at_or_after(job.next_run_at)
     while t is not None and t <= until and len(occurrences) < limit:
         state = OccurrenceState.MISSED if now - t > catchup else OccurrenceState.SCHEDULED
         occurrences.append(NewOccurrence(
@@ -105,6 +136,7 @@ class Planner(Loop):
         self.per_job_limit = per_job_limit
         self.on_planned = on_planned
         self.schedules = ScheduleCache()
+        self.calendar_schedules = CalendarScheduleCache()
         self.shards = shards
         self.after_commit = after_commit
 
@@ -117,9 +149,15 @@ class Planner(Loop):
         jobs = await self.store.job_due(
             JobDueParams(until=until, limit=self.batch_size, shards=shards))
         advances = []
+        calendars: dict[str, Calendar] | None = None
         for job in jobs:
             try:
-                schedule = self.schedules.get(job.spec.schedule)
+                if job.spec.schedule.exclude or job.spec.schedule.only:
+                    if calendars is None:  # read once a pass, and only when a job needs them
+                        calendars = await self.calendar_schedules.calendars.load(self.store)
+                    schedule = self.calendar_schedules.get(job.spec.schedule, calendars)
+                else:
+                    schedule = self.schedules.get(job.spec.schedule)
             except ValueError as exc:  # stored before a rule tightened: say so, do not stall
                 log.error("job %s (%s) has a schedule that no longer compiles: %s",
                           job.spec.name, job.id, exc)

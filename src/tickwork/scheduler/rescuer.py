@@ -12,6 +12,7 @@ from datetime import datetime
 
 from tickwork.clock import Clock
 from tickwork.drivers.base import MAX_BATCH, OccurrenceRescueParams, Rescued, Store
+from tickwork.models import WAITING_STATES
 from tickwork.scheduler.loop import Loop
 
 log = logging.getLogger("tickwork.rescuer")
@@ -42,8 +43,11 @@ class Rescuer(Loop):
         rescued = await self.store.occurrence_rescue(
             OccurrenceRescueParams(now=now, all_but_worker=self.sole_worker))
         for r in rescued:
-            log.warning("rescued %s @ %s attempt %d from worker %s: now %s",
-                        r.job_id, r.scheduled_at.isoformat(), r.attempt, r.worker, r.state.value)
+            # A run that will not be tried again (crashed, or dead) is an error; a retry is not.
+            level = logging.WARNING if r.state in WAITING_STATES else logging.ERROR
+            log.log(level, "rescued %s @ %s attempt %d from worker %s (its lease ran out): "
+                    "now %s", r.job_id, r.scheduled_at.isoformat(), r.attempt, r.worker,
+                    r.state.value)
         if rescued and self.on_rescued is not None:
             self.on_rescued(rescued)
         if rescued and self.after_rescue is not None:

@@ -11,12 +11,18 @@ import hashlib
 import math
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tickwork.errors import ValidationError
 from tickwork.models import ScheduleSpec, rfc3339, utc
 from tickwork.schedules.cron import CronExpr
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from tickwork.schedules.calendars import Calendar
+    from tickwork.schedules.structured import Fire
 
 __all__ = [
     "AtSchedule",
@@ -28,6 +34,7 @@ __all__ = [
     "load_zone",
     "parse_duration",
     "preview",
+    "preview_fires",
 ]
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -211,8 +218,11 @@ class EverySchedule(_Bounded):
         return text
 
 
-def compile_schedule(spec: ScheduleSpec) -> Schedule:
-    """A validated, ready-to-query schedule, or ValidationError naming the field and why."""
+def compile_schedule(spec: ScheduleSpec,
+                     calendars: Mapping[str, Calendar] | None = None) -> Schedule:
+    """A validated, ready-to-query schedule, or ValidationError naming the field and why.
+
+    ``calendars``: the calendars the schedule names, by name (``schedules.structured``)."""
     load_zone(spec.timezone)  # checked for every type, so a typo never passes silently
     start_at = None if spec.start_at is None else utc(spec.start_at)
     end_at = None if spec.end_at is None else utc(spec.end_at)
@@ -220,6 +230,10 @@ def compile_schedule(spec: ScheduleSpec) -> Schedule:
         raise ValidationError("schedule.end_at", f"must not be before start_at "
                               f"({rfc3339(start_at)}), got {rfc3339(end_at)}")
     jitter = _non_negative(spec.jitter_seconds, "schedule.jitter_seconds")
+    if spec.type in ("weekly", "monthly") or spec.exclude or spec.only:  # and calendars
+        from tickwork.schedules.structured import compile_calendared  # noqa: PLC0415  (it imports this module)
+
+        return compile_calendared(spec, calendars)
     if spec.type == "at":
         if spec.at is None:
             raise ValidationError("schedule.at", "is required for an 'at' schedule")
@@ -240,7 +254,7 @@ def compile_schedule(spec: ScheduleSpec) -> Schedule:
                                   f"({_amount(every)}), got {_amount(offset)}")
         return EverySchedule(every, offset, start_at, end_at, jitter)
     raise ValidationError("schedule", f"unknown schedule type {spec.type!r} "
-                          "(expected 'at', 'cron' or 'every')")
+                          "(expected 'at', 'cron', 'every', 'weekly' or 'monthly')")
 
 
 def preview(schedule: Schedule, after: datetime, n: int) -> list[datetime]:
@@ -252,6 +266,13 @@ def preview(schedule: Schedule, after: datetime, n: int) -> list[datetime]:
         if current is not None:
             times.append(current)
     return times
+
+
+def preview_fires(schedule: Schedule, after: datetime, n: int) -> list[Fire]:
+    """``preview``, with the fire times the schedule's calendars drop and why (each a Fire)."""
+    from tickwork.schedules.structured import preview_fires as fires  # noqa: PLC0415  (it imports this module)
+
+    return fires(schedule, after, min(n, PREVIEW_LIMIT))
 
 
 def jitter_offset(job_id: str, scheduled_at: datetime, jitter_seconds: float) -> timedelta:

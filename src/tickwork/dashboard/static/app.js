@@ -72,10 +72,18 @@ function ago(iso) {
 }
 const badge = (text) => el("span", { class: `badge ${text}`, text });
 function scheduleText(s) {
-  if (s.cron) return `cron ${s.cron}${s.timezone && s.timezone !== "UTC" ? ` (${s.timezone})` : ""}`;
-  if (s.every !== undefined) return `every ${s.every}s`;
-  if (s.at) return `once at ${fmt(s.at)}`;
+  const zone = s.timezone && s.timezone !== "UTC" ? ` (${s.timezone})` : "";
+  const cals = [s.exclude?.length ? `, except ${s.exclude.join(", ")}` : "", s.only?.length ? `, only ${s.only.join(", ")}` : ""].join("");
+  if (s.cron) return `cron ${s.cron}${zone}${cals}`;
+  if (s.every !== undefined) return `every ${s.every}s${cals}`;
+  if (s.at) return `once at ${fmt(s.at)}${cals}`;
+  if (s.weekly || s.monthly) return `${s.weekly ? "weekly" : "monthly"} ${JSON.stringify(s.weekly || s.monthly)}${zone}${cals}`;
   return "";
+}
+// A previewed fire time: one a calendar drops is struck through, with the reason.
+function fireItem(f) {
+  if (!f.excluded_by) return el("li", { text: fmt(f.at) });
+  return el("li", { class: "excluded", title: f.reason }, el("s", { text: fmt(f.at) }), el("span", { class: "muted", text: ` ${f.reason}` }));
 }
 function notice(text, ok) { return el("div", { class: ok ? "notice ok" : "notice", role: "status", text }); }
 function every(ms, fn) { timers.push(setInterval(fn, ms)); }
@@ -261,7 +269,7 @@ async function jobPage(ref) {
       el("thead", {}, el("tr", {}, ["Scheduled", "State", "Attempt", "Trigger", "Worker", "Finished", "Last error"].map((t) => el("th", { text: t })))), rows)));
   const preview = await api("GET", `/api/v1/jobs/${enc(job.id)}/preview?count=5`);
   description.textContent = preview.description;
-  times.replaceChildren(...preview.times.map((t) => el("li", { text: fmt(t) })));
+  times.replaceChildren(...(preview.fires || preview.times.map((at) => ({ at }))).map(fireItem));
   if (!preview.times.length) times.append(el("li", { class: "muted", text: "No more fire times." }));
   const open = new Set();
   async function refresh() {
@@ -308,12 +316,14 @@ const PAYLOADS = {
 async function jobForm(ref) {
   const job = ref ? await api("GET", `/api/v1/jobs/${enc(ref)}`) : null;
   const s = job?.schedule || { cron: "*/5 * * * *", timezone: TZ };
-  const type = s.at ? "at" : s.every !== undefined ? "every" : "cron";
+  const type = s.weekly || s.monthly ? "json" : s.at ? "at" : s.every !== undefined ? "every" : "cron";
   const f = {};
   const input = (key, attrs) => (f[key] = el("input", { id: `f-${key}`, name: key, ...attrs }));
   const field = (key, label, control) => el("div", { class: "field" }, el("label", { for: `f-${key}`, text: label }), control, el("div", { class: "error", id: `e-${key}` }));
   const localAt = s.at ? new Date(new Date(s.at).getTime() - new Date(s.at).getTimezoneOffset() * 60000).toISOString().slice(0, 16) : "";
-  f.type = el("select", { id: "f-type", name: "type" }, ["cron", "every", "at"].map((t) => el("option", { value: t, text: { cron: "Cron expression", every: "Fixed interval", at: "Once, at a time" }[t], selected: t === type })));
+  f.type = el("select", { id: "f-type", name: "type" }, ["cron", "every", "at", "json"].map((t) => el("option", { value: t, text: { cron: "Cron expression", every: "Fixed interval", at: "Once, at a time", json: "Weekly or monthly rule (JSON)" }[t], selected: t === type })));
+  f.rule = el("textarea", { id: "f-rule", name: "rule", spellcheck: "false", rows: 4 });
+  f.rule.value = JSON.stringify(s.weekly ? { weekly: s.weekly } : s.monthly ? { monthly: s.monthly } : { monthly: { business_day: 1, at: "09:00" } }, null, 2);
   f.kind = el("select", { id: "f-kind", name: "kind" }, ["http", "python", "shell"].map((k) => el("option", { value: k, text: k, selected: (job?.kind || "http") === k })));
   f.overlap = el("select", { id: "f-overlap", name: "overlap" }, ["skip", "buffer_one", "buffer_all", "cancel_previous", "allow_all"].map((o) => el("option", { value: o, text: o, selected: (job?.overlap || "skip") === o })));
   f.payload = el("textarea", { id: "f-payload", name: "payload", spellcheck: "false" });
@@ -330,19 +340,33 @@ async function jobForm(ref) {
     every: field("every", "Every", whenInput.every),
     at: field("at", `At (your time zone: ${TZ})`, whenInput.at),
     timezone: field("timezone", "Time zone", f.timezone),
+    rule: field("rule", "Rule: {\"weekly\": {...}} or {\"monthly\": {...}} (docs/schedules.md)", f.rule),
+    exclude: field("exclude", "Exclude calendars (comma-separated names)", input("exclude", { value: (s.exclude || []).join(", "), placeholder: "holidays" })),
   };
   const describe = el("p", { class: "muted", id: "preview-description" });
   const times = el("ol", { class: "times", id: "preview-times" });
   const formError = el("div");
-  function schedule() {
+  function baseSchedule() {
     const t = f.type.value;
     if (t === "cron") return { cron: f.cron.value.trim(), timezone: f.timezone.value.trim() || "UTC" };
     if (t === "every") return { every: /^\d+(\.\d+)?$/.test(f.every.value.trim()) ? Number(f.every.value) : f.every.value.trim() };
+    if (t === "json") {
+      let rule = {};
+      try { rule = JSON.parse(f.rule.value); } catch { rule = {}; }
+      return { ...rule, timezone: f.timezone.value.trim() || "UTC" };
+    }
     return { at: f.at.value ? new Date(f.at.value).toISOString() : "" };
+  }
+  function schedule() {
+    const s = baseSchedule();
+    const names = f.exclude.value.split(",").map((n) => n.trim()).filter(Boolean);
+    if (names.length) { s.exclude = names; if (!s.timezone) s.timezone = "UTC"; }
+    return s;
   }
   function showType() {
     for (const k of ["cron", "every", "at"]) fields[k].hidden = f.type.value !== k;
-    fields.timezone.hidden = f.type.value !== "cron";
+    fields.rule.hidden = f.type.value !== "json";
+    fields.timezone.hidden = f.type.value !== "cron" && f.type.value !== "json";
   }
   let pending, seq = 0;
   function preview() {
@@ -354,7 +378,7 @@ async function jobForm(ref) {
         const p = await api("POST", "/api/v1/preview", { schedule: schedule(), count: 5 });
         if (mine !== seq) return;
         describe.textContent = p.description;
-        times.replaceChildren(...p.times.map((t) => el("li", {}, fmt(t), el("span", { class: "muted", text: `  (${t})` }))));
+        times.replaceChildren(...p.fires.map((x) => (x.excluded_by ? fireItem(x) : el("li", {}, fmt(x.at), el("span", { class: "muted", text: `  (${x.at})` })))));
         if (!p.times.length) times.append(el("li", { class: "muted", text: "No fire times." }));
       } catch (err) {
         if (mine !== seq) return;
@@ -369,13 +393,13 @@ async function jobForm(ref) {
     if (!errors.length) { formError.replaceChildren(notice(err.message)); return; }
     for (const e of errors) {
       const key = e.field.replace(/^schedule\./, "").split(/[.[]/)[0] || "";
-      const slot = document.getElementById(`e-${key}`) || document.getElementById(`e-${e.field.split(".")[0]}`);
+      const slot = document.getElementById(`e-${["weekly", "monthly"].includes(key) ? "rule" : key}`) || document.getElementById(`e-${e.field.split(".")[0]}`);
       if (slot) slot.textContent = e.message; else formError.replaceChildren(notice(`${e.field ? `${e.field}: ` : ""}${e.message}`));
     }
   }
   f.kind.addEventListener("change", () => { f.payload.value = JSON.stringify(PAYLOADS[f.kind.value], null, 2); });
   f.type.addEventListener("change", () => { showType(); preview(); });
-  for (const k of ["cron", "every", "at", "timezone"]) f[k].addEventListener("input", preview);
+  for (const k of ["cron", "every", "at", "timezone", "rule", "exclude"]) f[k].addEventListener("input", preview);
   input("name", { value: job?.name || "", required: true, maxlength: 200, autocomplete: "off" });
   input("queue", { value: job?.queue || "default" });
   input("priority", { type: "number", value: job?.priority ?? 0, min: -1000, max: 1000 });
@@ -404,7 +428,7 @@ async function jobForm(ref) {
   el("div", { class: "card" },
     field("name", "Name", f.name),
     el("div", { class: "row" }, field("type", "Schedule", f.type), field("kind", "Kind", f.kind)),
-    fields.cron, fields.every, fields.at, fields.timezone, zones,
+    fields.cron, fields.every, fields.at, fields.rule, fields.timezone, fields.exclude, zones,
     field("payload", "Payload (JSON)", f.payload),
     el("div", { class: "row" }, field("queue", "Queue", f.queue), field("priority", "Priority", f.priority), field("overlap", "Overlap", f.overlap)),
     el("div", { class: "row" }, field("max_attempts", "Max attempts", f.max_attempts), field("timeout_seconds", "Timeout (s)", f.timeout_seconds)),
@@ -430,6 +454,8 @@ async function route() {
     else if (parts[0] === "jobs" && parts[2] === "edit") await jobForm(parts[1]);
     else if (parts[0] === "jobs") await jobPage(parts[1]);
     else if (parts[0] === "runs") await runsByState(parts[1]);
+    else if (parts[0] === "calendars" && parts.length === 1) await calendarsPage();
+    else if (parts[0] === "calendars") await calendarPage(parts[1]);
     else render(el("h1", { text: "Not found" }));
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return;

@@ -17,6 +17,7 @@ from psycopg import sql
 
 from tickwork.drivers import base as b
 from tickwork.drivers.codec import new_job_ids, spec_to_json, specs_to_json
+from tickwork.drivers.postgres.calendars import CalendarMethods
 from tickwork.drivers.postgres.claims import KeyClaimMethods
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
 from tickwork.drivers.postgres.history import HistoryMethods
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
 
 class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods,
-                    ShardLeaseMethods):
+                    ShardLeaseMethods, CalendarMethods):
     """``PostgresStore("postgresql://user@host/db")``; call ``migrate()`` once before use.
 
     ``shard_count`` applies when ``migrate()`` creates the database; afterwards the database's

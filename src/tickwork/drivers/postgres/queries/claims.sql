@@ -4,7 +4,9 @@
 -- to agree (DESIGN rule 6): a worker whose clock runs fast never starts a job early. A
 -- buffer_all occurrence waits while its job runs or, if it never started itself, while a run of
 -- the job waits to retry (the policy's plan, claiming.py, decides the same).
-SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_next_run_at,
+-- Only the columns a claim decides on (the claim itself returns the whole occurrence).
+SELECT o.job_id, o.scheduled_at, o.state, o.attempt, o.trigger, j.spec AS job_spec,
+       j.version AS job_version, j.next_run_at AS job_next_run_at,
        j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard,
        j.overlap AS job_overlap
 FROM occurrences o JOIN jobs j ON j.id = o.job_id
