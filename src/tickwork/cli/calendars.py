@@ -15,23 +15,15 @@ from typing import Any, TypeVar
 
 import click
 
-from tickwork.cli.common import read_documents, settings_from
+from tickwork.cli.common import open_client, read_documents
 from tickwork.cli.options import Group, Target, examples, json_flag, store_options
 from tickwork.cli.output import print_json, print_table
-from tickwork.client import AsyncClient
 from tickwork.client.calendars import CalendarChange
 from tickwork.document.render import calendar_json
 from tickwork.errors import ValidationError
 from tickwork.schedules.calendars import NAME
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-async def _client(target: Target, *, create: bool = False) -> AsyncClient:
-    """The client on the database (calendars are managed there, not through --api)."""
-    from tickwork.runtime.client import client_for  # noqa: PLC0415  (the store loads to use it)
-
-    return await client_for(settings_from(target), create=create)
 
 
 @click.group(cls=Group, epilog=examples(
@@ -42,7 +34,8 @@ def calendars() -> None:
     """Named calendars that schedules exclude or are restricted to.
 
     A schedule names them with "exclude": ["holidays"] or "only": [...]; see
-    docs/schedules.md.
+    docs/schedules.md. Every command works on a database (--database) or, with --api and a
+    token, through the REST API.
     """
 
 
@@ -108,10 +101,10 @@ def _describe(change: CalendarChange, verb: str) -> str:
 @calendars.command("list", epilog=examples("tickwork calendars list",
                                            "tickwork calendars list --json"))
 @json_flag()
-@store_options()
+@store_options(api=True)
 async def list_calendars(target: Target, as_json: bool) -> int:
     """List calendars: how many dates and yearly dates, weekly windows, version."""
-    client = await _client(target)
+    client = await open_client(target)
     try:
         found = await client.list_calendars()
     finally:
@@ -130,10 +123,10 @@ async def list_calendars(target: Target, as_json: bool) -> int:
                                            "tickwork calendars show holidays --json"))
 @NAME_ARG
 @json_flag()
-@store_options()
+@store_options(api=True)
 async def show_calendar(target: Target, name: str, as_json: bool) -> int:
     """Show a calendar's days and windows and the jobs that name it."""
-    client = await _client(target)
+    client = await open_client(target)
     try:
         calendar = await client.get_calendar(name)
         jobs = sorted(j.spec.name for j in await client.calendar_jobs(name))
@@ -165,11 +158,11 @@ async def show_calendar(target: Target, name: str, as_json: bool) -> int:
     "tickwork calendars create holidays --json holidays.json"))
 @NAME_ARG
 @definition_options
-@store_options()
+@store_options(api=True)
 async def create_calendar(target: Target, name: str, **definition: Any) -> int:
     """Create calendar NAME from a calendar document and the flags, which add to it."""
     doc = _document(name, **definition)
-    client = await _client(target, create=True)
+    client = await open_client(target, create=True)
     try:
         calendar = await client.create_calendar(doc)
     finally:
@@ -183,14 +176,14 @@ async def create_calendar(target: Target, name: str, **definition: Any) -> int:
     "tickwork calendars update holidays --json holidays.json"))
 @NAME_ARG
 @definition_options
-@store_options()
+@store_options(api=True)
 async def update_calendar(target: Target, name: str, **definition: Any) -> int:
     """Replace calendar NAME's definition; the jobs that name it are re-planned.
 
     Their waiting runs now excluded are removed, the newly allowed ones planned.
     """
     doc = _document(name, **definition)
-    client = await _client(target)
+    client = await open_client(target)
     try:
         change = await client.update_calendar(name, doc)
     finally:
@@ -217,7 +210,7 @@ def _read_ics(path: Path) -> str:
 @click.option("--description", metavar="TEXT", help="what the calendar is for")
 @click.option("--replace", is_flag=True,
               help="replace the calendar of that name if there is one")
-@store_options()
+@store_options(api=True)
 async def import_calendar(target: Target, file: str, given: str | None,
                           description: str | None, replace: bool) -> int:
     """Create a calendar from an iCalendar (.ics) file.
@@ -231,7 +224,7 @@ async def import_calendar(target: Target, file: str, given: str | None,
         raise ValidationError("--name", f"the file's name {name!r} is not a calendar name; "
                               "give one with --name")
     text = _read_ics(path)  # a small file, read before the client opens
-    client = await _client(target, create=True)
+    client = await open_client(target, create=True)
     try:
         change = await client.import_calendar(name, text, description=description,
                                               replace=replace, source=file)
@@ -248,10 +241,10 @@ async def import_calendar(target: Target, file: str, given: str | None,
 
 @calendars.command("delete", epilog=examples("tickwork calendars delete weekend"))
 @NAME_ARG
-@store_options()
+@store_options(api=True)
 async def delete_calendar(target: Target, name: str) -> int:
     """Delete a calendar; refused while a job names it (the jobs are named)."""
-    client = await _client(target)
+    client = await open_client(target)
     try:
         await client.delete_calendar(name)
     finally:

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tickwork.cli.options import CLI_ONLY_ENV, Target
+from tickwork.client.calendars import CalendarChange
 from tickwork.config import Settings, load_settings
 from tickwork.document import parse_instant
 from tickwork.document.text import check_text
 from tickwork.drivers.admin import QueueInfo
+from tickwork.drivers.calendars import StoredCalendar
 from tickwork.errors import ValidationError
 from tickwork.models import Attempt, Job, JobSpec, Occurrence
 from tickwork.schedules.structured import Fire
@@ -30,9 +32,9 @@ def settings_from(target: Target, **flags: object) -> Settings:
     return settings
 
 
-class JobsClient(Protocol):
-    """What the job and run commands use: ``AsyncClient`` on a database, or
-    ``tickwork.cli.remote.RemoteClient`` over the REST API."""
+class ManagementClient(Protocol):
+    """What the job, run, queue and calendar commands use: ``AsyncClient`` on a database,
+    or ``tickwork.cli.remote.RemoteClient`` over the REST API."""
 
     async def close(self) -> None: ...
     async def create_jobs(self, jobs: Sequence[JobSpec]) -> list[Job]: ...
@@ -56,9 +58,17 @@ class JobsClient(Protocol):
     async def list_queues(self) -> list[QueueInfo]: ...
     async def pause_queue(self, name: str) -> QueueInfo: ...
     async def resume_queue(self, name: str) -> QueueInfo: ...
+    async def list_calendars(self) -> list[StoredCalendar]: ...
+    async def get_calendar(self, name: str) -> StoredCalendar: ...
+    async def calendar_jobs(self, name: str, limit: int = ...) -> list[Job]: ...
+    async def create_calendar(self, doc: Mapping[str, Any]) -> StoredCalendar: ...
+    async def update_calendar(self, name: str, doc: Mapping[str, Any]) -> CalendarChange: ...
+    async def delete_calendar(self, name: str) -> None: ...
+    async def import_calendar(self, name: str, ics: str, *, description: str | None = None,
+                              replace: bool = False, source: str = ...) -> CalendarChange: ...
 
 
-async def open_client(target: Target, *, create: bool = False) -> JobsClient:
+async def open_client(target: Target, *, create: bool = False) -> ManagementClient:
     """A client on the configured database, or on the REST API with ``--api``. Only a
     command that adds something (``create``) creates or upgrades the database; the others
     refuse one that is missing."""

@@ -20,10 +20,12 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from tickwork.client.calendars import CalendarChange
 from tickwork.document import job_document, parse_job_document
 from tickwork.document.render import when
 from tickwork.drivers.admin import QueueInfo
 from tickwork.drivers.base import MAX_BATCH
+from tickwork.drivers.calendars import StoredCalendar
 from tickwork.errors import Conflict, StoreUnavailable, TickworkError, ValidationError
 from tickwork.models import (
     Attempt,
@@ -40,6 +42,10 @@ PAGE = 500  # the API's largest page of jobs or runs
 PREVIEW_PAGE = 100  # the API's most fire times in one preview
 TIMEOUT_SECONDS = 30.0
 _JOB_FIELDS = ("id", "next_run_at", "created_at", "updated_at")
+# what the API adds to a calendar document (calendar_json, the calendar page's "jobs",
+# change_json's outcome)
+_CALENDAR_FIELDS = ("version", "created_at", "updated_at", "jobs", "replanned_jobs",
+                    "removed_runs", "warnings")
 
 
 class ApiUnreachable(TickworkError):
@@ -63,7 +69,7 @@ def api_base(url: str) -> str:
 
 
 class RemoteClient:
-    """The REST API as ``AsyncClient``'s job, run and queue methods."""
+    """The REST API as ``AsyncClient``'s job, run, queue and calendar methods."""
 
     def __init__(self, url: str, token: str | None, *,
                  transport: httpx.AsyncBaseTransport | None = None,
@@ -131,18 +137,25 @@ class RemoteClient:
 
     async def preview_fires(self, job: str, n: int = 5,
                             after: datetime | None = None) -> list[Fire]:
-        """The next ``n`` fire times, those the calendars drop among them, in pages."""
+        """The next ``n`` fire times and, among them, up to ``n`` that the calendars drop, as
+        ``AsyncClient.preview_fires`` gives them; in pages of the API's largest preview."""
         fires: list[Fire] = []
-        while len(fires) < n:
-            params = _present({"count": min(PREVIEW_PAGE, n - len(fires) + 1),
-                               "after": when(fires[-1].at if fires else after)})
+        kept = dropped = 0
+        while kept < n:
+            count = min(PREVIEW_PAGE, n - kept)
+            params = _present({"count": count, "after": when(fires[-1].at if fires else after)})
             body = await self._call("GET", f"/jobs/{_segment(job)}/preview", params=params)
             page = [Fire(at=_instant(f["at"]), excluded_by=f.get("excluded_by"),
                          reason=f.get("reason")) for f in body["fires"]]
-            fresh = [f for f in page if not fires or f.at > fires[-1].at]
-            fires += fresh[:n - len(fires)]
-            if not fresh or len(page) < params["count"]:
-                break
+            for fire in page:
+                if fire.excluded_by is None:
+                    kept += 1
+                    fires.append(fire)
+                elif dropped < n:
+                    dropped += 1
+                    fires.append(fire)
+            if sum(f.excluded_by is None for f in page) < count:
+                break  # the schedule ends, or nothing more within the preview's horizon
         return fires
 
     # --- runs ---------------------------------------------------------------------------
@@ -181,6 +194,36 @@ class RemoteClient:
 
     async def resume_queue(self, name: str) -> QueueInfo:
         return queue_from_json(await self._call("POST", f"/queues/{_segment(name)}/resume"))
+
+    # --- calendars ----------------------------------------------------------------------
+
+    async def list_calendars(self) -> list[StoredCalendar]:
+        return [calendar_from_json(c)
+                for c in (await self._call("GET", "/calendars"))["items"]]
+
+    async def get_calendar(self, name: str) -> StoredCalendar:
+        return calendar_from_json(await self._call("GET", f"/calendars/{_segment(name)}"))
+
+    async def calendar_jobs(self, name: str, limit: int = MAX_BATCH) -> list[Job]:
+        """The jobs that name the calendar (the API lists up to 100 names)."""
+        body = await self._call("GET", f"/calendars/{_segment(name)}")
+        return [await self.get_job(job) for job in body.get("jobs", [])[:limit]]
+
+    async def create_calendar(self, doc: Mapping[str, Any]) -> StoredCalendar:
+        return calendar_from_json(await self._call("POST", "/calendars", json=dict(doc)))
+
+    async def update_calendar(self, name: str, doc: Mapping[str, Any]) -> CalendarChange:
+        return change_from_json(await self._call("PUT", f"/calendars/{_segment(name)}",
+                                                 json=dict(doc)))
+
+    async def delete_calendar(self, name: str) -> None:
+        await self._call("DELETE", f"/calendars/{_segment(name)}")
+
+    async def import_calendar(self, name: str, ics: str, *, description: str | None = None,
+                              replace: bool = False, source: str = "ics") -> CalendarChange:
+        """The .ics text is sent whole; the server reads it (its warnings name no file)."""
+        return change_from_json(await self._call("POST", "/calendars/import", json=_present(
+            {"name": name, "ics": ics, "description": description, "replace": replace})))
 
     # --- the HTTP edge ------------------------------------------------------------------
 
@@ -292,6 +335,19 @@ def attempt_from_json(doc: Mapping[str, Any], run: Occurrence) -> Attempt:
         finished_at=_maybe_instant(doc["finished_at"]),
         outcome=AttemptOutcome(doc["outcome"]) if doc.get("outcome") else None,
         output=doc.get("output"), error=doc.get("error"))
+
+
+def calendar_from_json(doc: Mapping[str, Any]) -> StoredCalendar:
+    document = {k: v for k, v in doc.items() if k not in _CALENDAR_FIELDS}
+    return StoredCalendar(name=doc["name"], document=document, version=doc["version"],
+                          created_at=_instant(doc["created_at"]),
+                          updated_at=_instant(doc["updated_at"]))
+
+
+def change_from_json(doc: Mapping[str, Any]) -> CalendarChange:
+    return CalendarChange(calendar=calendar_from_json(doc), jobs=doc.get("replanned_jobs", 0),
+                          removed=doc.get("removed_runs", 0),
+                          warnings=tuple(doc.get("warnings", ())))
 
 
 def queue_from_json(doc: Mapping[str, Any]) -> QueueInfo:
