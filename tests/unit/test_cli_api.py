@@ -293,6 +293,39 @@ def test_a_url_that_is_not_the_api_is_status_1(tw: Any, api: tuple[str, dict[str
                    "does (GET /elsewhere/api/v1/jobs: 404 Not Found)\n")
 
 
+def test_a_redirect_is_named_not_followed(tw: Any) -> None:
+    """An http:// address that a proxy sends to https:// says where it points: the token
+    is not sent on to another address."""
+    import httpx
+
+    from tickwork.cli.remote import ApiUnreachable, RemoteClient
+
+    def moved(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(301, headers={"Location": "https://tickwork.example.org/api/v1/jobs"})
+
+    async def list_jobs() -> None:
+        client = RemoteClient("http://tickwork.example.org", "tw_x",
+                              transport=httpx.MockTransport(moved))
+        try:
+            await client.list_jobs()
+        finally:
+            await client.close()
+
+    with pytest.raises(ApiUnreachable) as raised:
+        asyncio.run(list_jobs())
+    assert str(raised.value) == (
+        "http://tickwork.example.org/api/v1 did not answer as tickwork's API does (GET "
+        "/api/v1/jobs: 301 Moved Permanently; it points to "
+        "https://tickwork.example.org/api/v1/jobs)")
+
+
+def test_redis_is_the_servers_business_with_api(tw: Any) -> None:
+    code, _, err = tw("jobs", "trigger", "x", "--api", "http://127.0.0.1:1", "--token", "tw_x",
+                      "--redis", "redis://127.0.0.1:6379/0")
+    assert (code, err) == (2, "tickwork: error: --redis: is the server's business with --api: "
+                              "the API process feeds Redis itself\n")
+
+
 @pytest.mark.parametrize(("api_url", "message"), [
     ("ftp://example.org", "--api: must be an http:// or https:// URL (got 'ftp://example.org')"),
     ("example.org:8000", "--api: must be an http:// or https:// URL (got 'example.org:8000')"),

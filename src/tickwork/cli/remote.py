@@ -249,9 +249,11 @@ class RemoteClient:
         problem = body if isinstance(body, dict) and "status" in body else None
         kind = str(problem.get("type", "")) if problem is not None else ""
         if problem is None or (status == 404 and not kind.endswith(":not-found")):
+            moved = response.headers.get("location") if response.is_redirect else None
             return ApiUnreachable(  # not a route of the API: another server, another path
                 f"{self.base} did not answer as tickwork's API does ({method_path(response)}: "
-                f"{status} {response.reason_phrase or ''}".rstrip() + ")")
+                f"{status} {response.reason_phrase or ''}".rstrip()
+                + (f"; it points to {moved}" if moved else "") + ")")
         detail = str(problem.get("detail", ""))
         errors = problem.get("errors") or []
         if status in (413, 415, 422):
