@@ -7,6 +7,7 @@ import pytest
 pytest.register_assert_rewrite("tickwork.testing")
 
 pytest_plugins = [
+    "pytester",  # pytester: tests of tickwork's pytest plugin, as a user's test run sees it
     "tickwork.testing.harness",  # harness: planner, rescuer and pool on SQLite, FakeClock
     "tickwork.testing.postgres",  # postgres_url: a database per test
     "tickwork.testing.redis",  # redis_prefix, redis_dispatch, ...: a key prefix per test

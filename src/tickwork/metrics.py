@@ -1,15 +1,20 @@
-"""Prometheus metrics, written by hand in the text exposition format (no extra dependency).
+"""Prometheus metrics: counted in plain Python, exposed through prometheus_client.
 
 One ``Metrics`` object per process counts what happens in it: attempts finished, their
 durations and start lateness (from the worker pool's ``on_finished`` hook), claims, the
 dispatch mode and its switches, occurrences planned and promoted, rescued leases and repairs.
-Every count is a plain integer increment on the event loop's thread; the text is built only
-when scraped.
+Every count is a plain integer increment on the event loop's thread: ``attempt_finished`` runs
+once per executed attempt (10,000 a second in a burst), and prometheus_client's own metric
+objects cost several times as much per observation (docs/observability.md has the figures).
+The families are built only when scraped, by a custom collector, and prometheus_client writes
+the exposition text, with its process collector's CPU, memory and file descriptor figures.
 
 ``render`` is what the API serves (``tickwork api``, ``tickwork run``): the store-wide figures
 (occurrences by state, queue depth), read when ``/metrics`` is scraped and passed in, then the
 process's own. ``render_process`` is what a ``tickwork worker`` or ``tickwork scheduler`` serves
-on its ``metrics_address``: its own figures only, with gauges it reads at scrape time.
+on its ``metrics_address``: its own figures only, with gauges it reads at scrape time. Each
+process serves its own page; prometheus_client's multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``)
+does not apply and is not used.
 """
 
 from __future__ import annotations
@@ -17,14 +22,23 @@ from __future__ import annotations
 import math
 import threading
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.exposition import generate_latest
 
 from tickwork.drivers.admin import QueueInfo
 from tickwork.drivers.base import Completion
 from tickwork.models import Claim
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # the format generate_latest writes
 LATENESS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
                     300.0)
 DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
@@ -35,22 +49,29 @@ REDIS, DEGRADED = "redis", "degraded"
 WORKER, SCHEDULER = "worker", "scheduler"
 _OUTCOMES: dict[type, str] = {}  # result type -> its label ("success", "fail", ...)
 
+Labels = Mapping[str, str]
+
 
 @dataclass(frozen=True, slots=True)
 class Family:
-    """One metric family a process reads at scrape time: ``samples`` are (labels, value),
-    labels already in exposition form (``queue="default"``) or empty."""
+    """One counter or gauge family a process reads at scrape time: ``samples`` are
+    (labels, value), labels a mapping (``{"queue": "default"}``) or empty."""
 
     name: str
     kind: str  # counter | gauge
     help: str
-    samples: Sequence[tuple[str, float]]
+    samples: Sequence[tuple[Labels, float]]
 
-    def lines(self) -> list[str]:
-        out = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} {self.kind}"]
-        out += [f"{self.name}{{{labels}}} {_num(value)}" if labels
-                else f"{self.name} {_num(value)}" for labels, value in self.samples]
-        return out
+    def metric(self) -> Metric:
+        names = sorted({key for labels, _ in self.samples for key in labels})
+        family: CounterMetricFamily | GaugeMetricFamily
+        if self.kind == "counter":
+            family = CounterMetricFamily(self.name, self.help, labels=names)
+        else:
+            family = GaugeMetricFamily(self.name, self.help, labels=names)
+        for labels, value in self.samples:
+            family.add_metric([labels.get(n, "") for n in names], value)
+        return family
 
 
 class DispatchMode:
@@ -77,7 +98,7 @@ class DispatchMode:
             return [gauge]
         return [gauge, Family("tickwork_dispatch_degraded_total", "counter",
                               "Switches to degraded mode (Redis unreachable).",
-                              [("", self.degraded_total)])]
+                              [({}, self.degraded_total)])]
 
 
 def mode_family(mode: str, choices: Sequence[str]) -> Family:
@@ -85,10 +106,13 @@ def mode_family(mode: str, choices: Sequence[str]) -> Family:
     return Family("tickwork_dispatch_mode", "gauge",
                   "1 for the dispatch mode now: redis, degraded (Redis unreachable, claiming "
                   "from the store) or the store alone (postgres, sqlite).",
-                  [(f'mode="{_label(m)}"', int(m == mode)) for m in choices])
+                  [({"mode": m}, int(m == mode)) for m in choices])
 
 
 class Histogram:
+    """Counts per bucket, a sum and a count: what prometheus_client's Histogram keeps, without
+    its per-observation cost (a label lookup and a lock per child)."""
+
     def __init__(self, buckets: Sequence[float]) -> None:
         self.buckets = tuple(buckets)
         self.counts = [0] * (len(self.buckets) + 1)  # the last one is +Inf
@@ -101,16 +125,31 @@ class Histogram:
         self.sum += value
         self.count += 1
 
-    def lines(self, name: str, labels: str = "") -> list[str]:
-        out, cumulative = [], 0
-        sep = "," if labels else ""
+    def cumulative(self) -> list[tuple[str, float]]:
+        """(le, cumulative count) for each bound and +Inf, as the exposition writes them."""
+        out, total = [], 0
         for bound, count in zip((*self.buckets, math.inf), self.counts, strict=True):
-            cumulative += count
-            le = "+Inf" if bound == math.inf else _num(bound)
-            out.append(f'{name}_bucket{{{labels}{sep}le="{le}"}} {cumulative}')
-        suffix = f"{{{labels}}}" if labels else ""
-        out += [f"{name}_sum{suffix} {_num(self.sum)}", f"{name}_count{suffix} {self.count}"]
+            total += count
+            out.append(("+Inf" if bound == math.inf else repr(float(bound)), float(total)))
         return out
+
+
+def histogram_family(name: str, text: str, labels: Sequence[str],
+                     children: Iterable[tuple[Sequence[str], Histogram]]) -> Metric:
+    family = HistogramMetricFamily(name, text, labels=labels)
+    for values, hist in children:
+        family.add_metric(list(values), hist.cumulative(), hist.sum)
+    return family
+
+
+class _Families:
+    """A collector of families already built (prometheus_client's ``Collector`` protocol)."""
+
+    def __init__(self, families: Iterable[Metric]) -> None:
+        self.families = list(families)
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.families
 
 
 class Metrics:
@@ -129,6 +168,9 @@ class Metrics:
         self.rescues = 0
         self.repairs = 0
         self.dispatch: DispatchMode | None = None  # set by a process that claims
+        # The process's CPU, memory and file descriptors, and the Python version: read from
+        # /proc at scrape time (prometheus_client's collectors, not registered globally).
+        self.runtime = (ProcessCollector(registry=None), PlatformCollector(registry=None))
 
     def attempt_finished(self, claim: Claim, result: object, completion: Completion) -> None:
         """The worker pool's on_finished: one attempt ran, with ``result``."""
@@ -175,83 +217,74 @@ class Metrics:
     def render(self, *, states: Mapping[str, int], queues: Iterable[QueueInfo],
                all_states: Iterable[str] = ()) -> str:
         """The exposition text: store-wide gauges (given) and this process's own figures."""
-        lines: list[str] = []
-
-        def family(name: str, kind: str, text: str) -> None:
-            lines.extend((f"# HELP {name} {text}", f"# TYPE {name} {kind}"))
-
-        family("tickwork_occurrences", "gauge", "Occurrences in the store, by state.")
-        for state in sorted({*all_states, *states}):
-            lines.append(f'tickwork_occurrences{{state="{_label(state)}"}} {states.get(state, 0)}')
         queue_list = list(queues)
-        family("tickwork_queue_depth", "gauge", "Occurrences due now and waiting, by queue.")
-        lines += [f'tickwork_queue_depth{{queue="{_label(q.name)}"}} {q.due}' for q in queue_list]
-        family("tickwork_queue_running", "gauge", "Occurrences running, by queue.")
-        lines += [f'tickwork_queue_running{{queue="{_label(q.name)}"}} {q.running}'
-                  for q in queue_list]
-        family("tickwork_queue_paused", "gauge", "1 when the queue is paused.")
-        lines += [f'tickwork_queue_paused{{queue="{_label(q.name)}"}} {int(q.paused)}'
-                  for q in queue_list]
+
+        def by_queue(name: str, text: str, value: str) -> Family:
+            return Family(name, "gauge", text,
+                          [({"queue": q.name}, getattr(q, value)) for q in queue_list])
+
+        store = [
+            Family("tickwork_occurrences", "gauge", "Occurrences in the store, by state.",
+                   [({"state": state}, states.get(state, 0))
+                    for state in sorted({*all_states, *states})]),
+            by_queue("tickwork_queue_depth", "Occurrences due now and waiting, by queue.", "due"),
+            by_queue("tickwork_queue_running", "Occurrences running, by queue.", "running"),
+            by_queue("tickwork_queue_paused", "1 when the queue is paused.", "paused"),
+        ]
         with self._lock:
-            lines += self._worker_lines()
-            lines += self._scheduler_lines()
-        return "\n".join(lines) + "\n"
+            own = [*self._worker_families(), *self._scheduler_families()]
+        return self._text([f.metric() for f in store] + own)
 
     def render_process(self, role: str, extra: Iterable[Family] = ()) -> str:
         """What a worker or scheduler process serves: its own figures and ``extra`` (gauges
         and counters it reads at scrape time), none of the store-wide ones."""
         with self._lock:
-            lines = self._worker_lines() if role == WORKER else self._scheduler_lines()
-        for fam in extra:
-            lines += fam.lines()
-        return "\n".join(lines) + "\n"
+            own = self._worker_families() if role == WORKER else self._scheduler_families()
+        return self._text(own + [f.metric() for f in extra])
 
-    def _worker_lines(self) -> list[str]:
-        lines = ["# HELP tickwork_start_lateness_seconds How long after its scheduled time a "
-                 "first attempt started, by queue.",
-                 "# TYPE tickwork_start_lateness_seconds histogram"]
-        for queue, hist in sorted(self.lateness.items()):
-            lines += hist.lines("tickwork_start_lateness_seconds", f'queue="{_label(queue)}"')
-        lines += ["# HELP tickwork_attempt_duration_seconds How long attempts ran, by kind and "
-                  "result.", "# TYPE tickwork_attempt_duration_seconds histogram"]
-        for (kind, result), hist in sorted(self.duration.items()):
-            lines += hist.lines("tickwork_attempt_duration_seconds",
-                                f'kind="{_label(kind)}",result="{_label(result)}"')
+    def _text(self, families: list[Metric]) -> str:
+        registry = CollectorRegistry(auto_describe=False)
+        for collector in (_Families(families), *self.runtime):
+            registry.register(collector)
+        return generate_latest(registry).decode("utf-8")
+
+    def _worker_families(self) -> list[Metric]:
         families = [
+            histogram_family("tickwork_start_lateness_seconds",
+                             "How long after its scheduled time a first attempt started, by "
+                             "queue.", ["queue"],
+                             (((q,), h) for q, h in sorted(self.lateness.items()))),
+            histogram_family("tickwork_attempt_duration_seconds",
+                             "How long attempts ran, by kind and result.", ["kind", "result"],
+                             (((k, r), h) for (k, r), h in sorted(self.duration.items()))),
+        ]
+        counts = [
             Family("tickwork_attempts_total", "counter",
                    "Attempts this process finished, by queue and result.",
-                   [(f'queue="{_label(q)}",result="{_label(r)}"', n)
-                    for (q, r), n in sorted(self.attempts.items())]),
+                   [({"queue": q, "result": r}, n) for (q, r), n in sorted(self.attempts.items())]),
             Family("tickwork_claims_total", "counter",
                    "Occurrences this process claimed, by queue.",
-                   [(f'queue="{_label(q)}"', n) for q, n in sorted(self.claims.items())]),
+                   [({"queue": q}, n) for q, n in sorted(self.claims.items())]),
             Family("tickwork_claim_batches_total", "counter",
                    "Claim calls that claimed at least one occurrence, by queue.",
-                   [(f'queue="{_label(q)}"', n) for q, n in sorted(self.batches.items())]),
+                   [({"queue": q}, n) for q, n in sorted(self.batches.items())]),
             *(self.dispatch.families() if self.dispatch is not None else ()),
         ]
-        return lines + [line for fam in families for line in fam.lines()]
+        return families + [f.metric() for f in counts]
 
-    def _scheduler_lines(self) -> list[str]:
-        families = [
+    def _scheduler_families(self) -> list[Metric]:
+        counts = [
             Family("tickwork_occurrences_planned_total", "counter",
                    "Occurrences this process's planner inserted into the store.",
-                   [("", self.planned)]),
+                   [({}, self.planned)]),
             Family("tickwork_promoted_total", "counter",
                    "Keys this process's promoter moved from the due set to a stream, by queue.",
-                   [(f'queue="{_label(q)}"', n) for q, n in sorted(self.promoted.items())]),
+                   [({"queue": q}, n) for q, n in sorted(self.promoted.items())]),
             Family("tickwork_lease_expiries_total", "counter",
-                   "Running attempts whose lease expired and were rescued.", [("", self.rescues)]),
+                   "Running attempts whose lease expired and were rescued.",
+                   [({}, self.rescues)]),
             Family("tickwork_repairs_total", "counter",
                    "Dispatch state rebuilt from the store (the reconciler's repairs).",
-                   [("", self.repairs)]),
+                   [({}, self.repairs)]),
         ]
-        return [line for fam in families for line in fam.lines()]
-
-
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _num(value: float) -> str:
-    return repr(float(value)) if not float(value).is_integer() else str(int(value))
+        return [f.metric() for f in counts]

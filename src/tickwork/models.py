@@ -121,6 +121,7 @@ class JobSpec:
     paused: bool = False
     tags: tuple[str, ...] = ()
     delivery: Delivery = Delivery.AT_LEAST_ONCE
+    alerts: str | None = None  # the ``alerts`` field as canonical JSON (document/alerts.py)
 
 
 @dataclass(frozen=True, slots=True)

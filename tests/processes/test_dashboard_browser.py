@@ -1,5 +1,8 @@
 """The dashboard end to end in headless Chromium: create a job through the form, watch it run,
-open its run history. Screenshots go to test-artifacts/ (git-ignored)."""
+open its run history; create a calendar and see a fire time struck through; list runs on the
+Runs page, filter them, open a run that failed before it succeeded; see a paused job without a
+next run; the same dashboard mounted under a prefix. Screenshots go to test-artifacts/
+(git-ignored)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 
+from tickwork.api import create_app
+from tickwork.api.server import ApiServer
 from tickwork.config import Settings
 from tickwork.executors.base import ExecutorSettings
 from tickwork.runtime.embedded import EmbeddedService
@@ -99,6 +105,103 @@ async def test_create_a_job_watch_it_run_and_read_its_history(service: EmbeddedS
     assert errors == []
 
 
+FLAKY = {"name": "flaky-browser", "schedule": {"every": "3600"}, "kind": "python",
+         "payload": {"callable": "tickwork.cli.demo:flaky"},
+         "retry": {"max_attempts": 3, "backoff_base_seconds": 0.2, "backoff_max_seconds": 0.5}}
+PAUSED = {"name": "paused-browser", "schedule": {"every": 90}, "kind": "python",
+          "payload": {"callable": "tickwork.cli.demo:tick", "args": ["paused"]}, "paused": True}
+
+
+async def test_runs_page_filters_and_a_run_with_a_failed_attempt(
+    service: EmbeddedService,
+) -> None:
+    need_chromium()
+    from playwright.async_api import async_playwright, expect
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    client = service.client
+    assert client is not None
+    await client.create_job(FLAKY)
+    await client.create_job(PAUSED)
+    await client.trigger_job("flaky-browser")
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        page = await browser.new_page(viewport={"width": 1280, "height": 900},
+                                      timezone_id="Europe/Berlin")
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        await page.goto(f"{service.api.url}/dashboard/")
+        await page.get_by_role("link", name="Runs", exact=True).click()
+        await expect(page.locator("#runs-table")).to_be_visible()
+        # Only succeeded runs: the flaky job's, once its retry succeeded.
+        await page.locator("#run-states input[value=succeeded]").check()
+        succeeded = page.locator("#runs-table tr.run[data-state=succeeded]")
+        for _ in range(40):  # the page does not refresh by itself: reload until it shows
+            if await succeeded.count():
+                break
+            await page.wait_for_timeout(500)
+            await page.locator("#run-states input[value=succeeded]").uncheck()
+            await page.locator("#run-states input[value=succeeded]").check()
+        await expect(succeeded).to_have_count(1)
+        await expect(page.locator("#runs-table tr.run")).to_have_count(1)  # the filter holds
+        await page.fill("#run-queue", "no-such-queue")
+        await expect(page.get_by_text("No runs match.")).to_be_visible()
+        await page.fill("#run-queue", "default")
+        await expect(succeeded).to_have_count(1)
+        await page.screenshot(path=str(ARTIFACTS / "dashboard-runs.png"))
+
+        await succeeded.get_by_role("link").click()
+        await expect(page.locator("#run-title")).to_have_text("Run of flaky-browser")
+        attempts = page.locator("#run-attempts .attempt")
+        await expect(attempts).to_have_count(2)
+        await expect(attempts.nth(0)).to_contain_text("Attempt 1")
+        await expect(attempts.nth(0).locator(".badge.failed")).to_be_visible()
+        await expect(attempts.nth(0).locator("pre.error-text")).to_contain_text(
+            "first attempts of demo-flaky always fail")
+        await expect(attempts.nth(1).locator(".badge.succeeded")).to_be_visible()
+        await page.screenshot(path=str(ARTIFACTS / "dashboard-run.png"))
+
+        await page.get_by_role("link", name="Jobs", exact=True).click()
+        paused_row = page.locator("#jobs tbody tr", has_text="paused-browser")
+        await expect(paused_row.locator("td.next-run")).to_have_text("paused")
+        await expect(paused_row).to_contain_text("every 1m30s")
+        flaky_row = page.locator("#jobs tbody tr", has_text="flaky-browser")
+        await expect(flaky_row).to_contain_text("every 1h")
+        await paused_row.get_by_role("link").click()
+        await expect(page.locator("dd", has_text="paused")).to_have_count(1)
+        await expect(page.get_by_text("Paused: nothing fires until it is resumed.")
+                     ).to_be_visible()
+        await browser.close()
+    assert errors == []
+
+
+async def test_the_dashboard_works_mounted_under_a_prefix(service: EmbeddedService) -> None:
+    need_chromium()
+    from playwright.async_api import async_playwright, expect
+
+    assert service.client is not None
+    await service.client.create_job(PAUSED)
+    outer = FastAPI()
+    outer.mount("/scheduler", create_app(service.client, open_access=True))
+    server = ApiServer(outer, host="127.0.0.1", port=0)
+    await server.start()
+    try:
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+            page = await browser.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            await page.goto(f"{server.url}/scheduler/")
+            assert page.url == f"{server.url}/scheduler/dashboard/"
+            await expect(page.get_by_text("Runs by state")).to_be_visible()
+            await page.get_by_role("link", name="Jobs", exact=True).click()
+            await expect(page.locator("#jobs tbody tr", has_text="paused-browser")).to_be_visible()
+            await browser.close()
+        assert errors == []
+    finally:
+        await server.stop()
+
+
 async def test_a_calendar_strikes_a_fire_time_on_the_job_page(
         service: EmbeddedService) -> None:
     need_chromium()
@@ -153,3 +256,44 @@ async def test_a_calendar_strikes_a_fire_time_on_the_job_page(
 
 def base_of(service: EmbeddedService) -> str:
     return service.api.url
+
+
+DOOMED = {"name": "doomed-browser", "schedule": {"every": "3600"}, "kind": "python",
+          "payload": {"callable": "tickwork.cli.demo:flaky"}, "retry": {"max_attempts": 1},
+          "alerts": {"channels": [{"kind": "webhook", "url": "http://127.0.0.1:1/closed"}]}}
+
+
+async def test_the_alerts_page_shows_a_fired_alert(service: EmbeddedService) -> None:
+    """A run that goes dead fires its job's alert; the Alerts page lists it with its
+    delivery (to a closed port: retried and recorded), and the job page shows it firing."""
+    need_chromium()
+    from playwright.async_api import async_playwright, expect
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    client = service.client
+    assert client is not None
+    await client.create_job(DOOMED)
+    await client.trigger_job("doomed-browser")
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        page = await browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        await page.goto(f"{service.api.url}/dashboard/")
+        await page.get_by_role("link", name="Alerts", exact=True).click()
+        rows = page.locator("table.alerts tr.alert-row")
+        for _ in range(40):  # the page does not refresh by itself: reload until it shows
+            if await rows.count():
+                break
+            await page.wait_for_timeout(500)
+            await page.reload()
+        await expect(rows).to_have_count(1)
+        await expect(rows.first).to_contain_text("doomed-browser")
+        await expect(rows.first).to_contain_text("firing")
+        await expect(rows.first).to_contain_text("ended dead")
+        await expect(rows.first.locator("li.delivery")).to_contain_text("firing via webhook #0")
+        await page.screenshot(path=str(ARTIFACTS / "dashboard-alerts.png"))
+        await rows.first.get_by_role("link", name="doomed-browser").click()
+        await expect(page.locator("#job-alerts")).to_contain_text("Firing: failed")
+        await browser.close()
+        assert errors == []

@@ -176,6 +176,48 @@ async def test_preview_of_a_job_and_of_a_draft(api: Api) -> None:
     assert body["errors"][0]["field"] == "schedule.cron"
 
 
+async def test_preview_shows_the_cron_day_forms_and_years(api: Api) -> None:
+    """The dashboard's new-job form previews as you type: each cron form, in words and times."""
+    cases = [
+        ({"cron": "0 9 L * *"}, "at 09:00 on the last day of the month",
+         ["2030-01-31T09:00:00Z", "2030-02-28T09:00:00Z"]),
+        ({"cron": "0 9 15W * *"}, "at 09:00 on the weekday nearest the 15th of the month",
+         ["2030-01-15T09:00:00Z", "2030-02-15T09:00:00Z"]),
+        ({"cron": "0 9 ? * FRI#2", "timezone": "Europe/Berlin"},
+         "at 09:00 on the second Friday of the month (Europe/Berlin)",
+         ["2030-01-11T08:00:00Z", "2030-02-08T08:00:00Z"]),
+        ({"cron": "0 9 ? * MONL"}, "at 09:00 on the last Monday of the month",
+         ["2030-01-28T09:00:00Z", "2030-02-25T09:00:00Z"]),
+        ({"cron": "0 0 9 LW * ? 2031"}, "at 09:00 on the last weekday of the month in 2031",
+         ["2031-01-31T09:00:00Z", "2031-02-28T09:00:00Z"]),
+        ({"cron": "@monthly"}, "at 00:00 on day 1 of the month",
+         ["2030-02-01T00:00:00Z", "2030-03-01T00:00:00Z"]),
+    ]
+    for schedule, description, times in cases:
+        r = await api.post("/api/v1/preview", json={"schedule": schedule, "count": 2})
+        assert r.status_code == 200, r.text
+        assert (r.json()["description"], r.json()["times"]) == (description, times)
+    for cron, reason in [
+            ("0 0 0 ? 2 5#5 2031", "never fires: no day in February of 2031 is the fifth Friday"),
+            ("0 0 31W 4 *", "never fires: no day in April is the weekday nearest the 31st"),
+            ("0 0 * * 5#6", "field 'day-of-week' value '5#6': the week after '#' must be")]:
+        body = assert_problem(await api.post("/api/v1/preview", json={"schedule": {"cron": cron}}),
+                              422)
+        assert body["errors"][0]["field"] == "schedule.cron"
+        assert body["errors"][0]["message"].startswith(reason), body
+
+
+async def test_a_cron_whose_years_are_past_is_refused_on_save(api: Api) -> None:
+    r = await api.post("/api/v1/jobs", json={**DOC, "schedule": {"cron": "0 0 3 * * * 2029"}})
+    body = assert_problem(r, 422)
+    assert body["errors"][0] == {"field": "schedule.cron", "message": (
+        "has no fire time from now on: the years its year field selects are past, so the job "
+        "would never run")}
+    r = await api.post("/api/v1/jobs", json={**DOC, "schedule": {"cron": "0 0 3 L 2 ? 2030"}})
+    assert r.status_code == 201, r.text
+    assert r.json()["next_run_at"] == "2030-02-28T03:00:00Z"
+
+
 async def test_backfill_is_bounded_and_idempotent(api: Api) -> None:
     await api.post("/api/v1/jobs", json={**DOC, "name": "hourly",
                                           "schedule": {"cron": "0 * * * *"}})
@@ -220,6 +262,12 @@ async def test_runs_pages_and_run_detail(api: Api) -> None:
     assert detail["run"]["scheduled_at"] == seen[0]
     assert detail["attempts"] == []
     assert_problem(await api.get("/api/v1/runs", params={"state": "bogus"}), 422)
+    await api.post("/api/v1/jobs", json={**DOC, "name": "mailer", "queue": "mail"})
+    await api.post("/api/v1/jobs/mailer/trigger")
+    mail = (await api.get("/api/v1/runs", params={"queue": "mail"})).json()["items"]
+    assert [(r["job_name"], r["queue"]) for r in mail] == [("mailer", "mail")]
+    both = (await api.get("/api/v1/runs", params=[("state", "scheduled"), ("state", "dead")]))
+    assert len(both.json()["items"]) == 6
     assert_problem(await api.get("/api/v1/jobs/nightly/runs/2030-13-01T00:00:00Z"), 422)
     assert_problem(await api.get("/api/v1/jobs/nightly/runs/2031-01-01T00:00:00Z"), 404)
 

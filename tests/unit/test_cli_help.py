@@ -177,4 +177,4 @@ def test_json_logs_are_one_object_a_line() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=True)
     line = json.loads(done.stderr)
-    assert (line["level"], line["logger"], line["message"]) == ("info", "tickwork.x", "hi 1")
+    assert (line["level"], line["logger"], line["message"]) == ("INFO", "tickwork.x", "hi 1")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
+from prometheus_client.exposition import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 from test_api import open_api
 
-from tickwork.metrics import Histogram, Metrics
+from tickwork.metrics import Histogram, Metrics, histogram_family
 from tickwork.testing.harness import Harness
 
 
@@ -24,8 +27,8 @@ async def test_attempts_feed_histograms_and_the_store_feeds_gauges(harness: Harn
     assert 'tickwork_occurrences{state="succeeded"} 1' in text
     assert 'tickwork_occurrences{state="dead"} 0' in text
     assert 'tickwork_start_lateness_seconds_count{queue="default"} 1' in text
-    assert 'tickwork_attempt_duration_seconds_bucket{kind="python",result="success",le="+Inf"} 1' \
-        in text
+    assert 'tickwork_attempt_duration_seconds_bucket{kind="python",le="+Inf",result="success"} 1' \
+        in text  # prometheus_client writes labels in name order
     assert "tickwork_lease_expiries_total 2" in text
     assert 'tickwork_queue_depth{queue="default"}' in text
     for line in text.splitlines():  # the exposition format: comments or "name{labels} value"
@@ -37,10 +40,27 @@ def test_histogram_buckets_are_cumulative() -> None:
     hist = Histogram((1.0, 2.0))
     for v in (0.5, 1.5, 3.0, 3.0):
         hist.observe(v)
-    lines = hist.lines("x")
-    assert lines[:3] == ['x_bucket{le="1"} 1', 'x_bucket{le="2"} 2', 'x_bucket{le="+Inf"} 4']
-    assert lines[-1] == "x_count 4"
-    assert m.render(states={}, queues=[]).endswith("tickwork_repairs_total 0\n")
+    assert hist.cumulative() == [("1.0", 1), ("2.0", 2), ("+Inf", 4)]
+    family = histogram_family("x", "x", [], [((), hist)])
+    lines = generate_latest(SimpleNamespace(collect=lambda: [family])).decode().splitlines()
+    assert lines[2:5] == ['x_bucket{le="1.0"} 1.0', 'x_bucket{le="2.0"} 2.0',
+                          'x_bucket{le="+Inf"} 4.0']
+    assert "x_count 4.0" in lines
+    assert "tickwork_repairs_total 0.0" in m.render(states={}, queues=[]).splitlines()
+
+
+def test_the_exposition_parses_and_has_process_metrics() -> None:
+    m = Metrics()
+    m.claimed("default", 3)
+    text = m.render(states={"dead": 2}, queues=[])
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert families["tickwork_claims"].type == "counter"  # the parser drops "_total"
+    assert [s.value for s in families["tickwork_claims"].samples] == [3]
+    assert [s.labels for s in families["tickwork_occurrences"].samples] == [{"state": "dead"}]
+    for name in ("process_cpu_seconds", "process_resident_memory_bytes", "process_open_fds"):
+        assert name in families, sorted(families)
+    assert not [s for f in families.values() for s in f.samples
+                if s.name.endswith("_created")]  # counts are the process's, from its start
 
 
 async def test_metrics_endpoint_needs_a_token(tmp_path: Path) -> None:

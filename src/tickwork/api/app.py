@@ -13,7 +13,19 @@ from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from tickwork import __version__
-from tickwork.api import auth, calendars, errors, jobs, queues, runs, stats, tokens
+from tickwork.api import (
+    alerts,
+    apidocs,
+    auth,
+    calendars,
+    errors,
+    jobs,
+    queues,
+    runs,
+    stats,
+    tokens,
+)
+from tickwork.api.access import AccessLog
 from tickwork.api.auth import LOOPBACK_HOSTS, READ
 from tickwork.api.body import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from tickwork.api.deps import ApiState, ClientDep, state_of
@@ -29,22 +41,36 @@ DASHBOARD_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-s
                  "frame-ancestors 'none'")
 
 
+def own_path(request: Request) -> str:
+    """The request's path within this app: without the prefix it is mounted at, if any."""
+    path, root = request.url.path, request.scope.get("root_path", "")
+    return path[len(root):] if root and path.startswith(root) else path
+
+
 def create_app(client: AsyncClient, *, open_access: bool = False,
                allowed_hosts: Iterable[str] = (), metrics: Metrics | None = None,
-               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
+               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, access_log: bool = False) -> FastAPI:
     """The app. ``open_access`` serves everyone with admin rights: only for loopback binds
-    (the CLI refuses it otherwise); ``allowed_hosts`` adds Host names open access answers."""
+    (the CLI refuses it otherwise); ``allowed_hosts`` adds Host names open access answers;
+    ``access_log``: a line per request on ``tickwork.api.access`` (tickwork.api.access).
+
+    It can be served alone (``tickwork api``) or mounted in another ASGI app
+    (``outer.mount("/scheduler", create_app(client))``): the dashboard then lives at
+    ``/scheduler/dashboard/`` and calls the API under ``/scheduler/api/v1``
+    (docs/integration.md). The caller opens and closes ``client``."""
     app = FastAPI(
         title="tickwork", version=__version__,
         description="Jobs, runs, queues and stats of a tickwork deployment. Authenticate with "
                     "`Authorization: Bearer <token>` (`tickwork tokens create`). Errors are "
                     "RFC 9457 problem details.",
+        docs_url=None, redoc_url=None,  # apidocs serves them, with no file from a CDN
     )
     app.state.tickwork = ApiState(
         client=client, open_access=open_access, metrics=metrics or Metrics(),
         allowed_hosts=frozenset({*LOOPBACK_HOSTS, *(h.lower() for h in allowed_hosts)}))
     errors.install(app)
-    for module in (jobs, calendars, runs, queues, stats, tokens, auth):
+    apidocs.install(app)
+    for module in (jobs, calendars, runs, alerts, queues, stats, tokens, auth):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     app.add_middleware(UrlText)
@@ -55,12 +81,16 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
         response = await call_next(request)
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")
-        if request.url.path.startswith("/dashboard"):
+        path = own_path(request)
+        if path.startswith("/dashboard"):
             response.headers["Content-Security-Policy"] = DASHBOARD_CSP
             response.headers["X-Frame-Options"] = "DENY"
-        if request.url.path.startswith("/api/"):
+        if path.startswith("/api/"):
             response.headers.setdefault("Cache-Control", "no-store")
         return response
+
+    if access_log:  # outermost: it times and sees every answer, the rejected ones too
+        app.add_middleware(AccessLog)
 
     @app.get("/healthz", tags=["health"], summary="200 when the store answers, else 503",
              description="`status` is `degraded` (still 200) while a process that claims "
@@ -87,10 +117,12 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
     static = resources.files("tickwork.dashboard") / "static"
 
     @app.get("/", include_in_schema=False)
-    async def root() -> RedirectResponse:
-        return RedirectResponse("/dashboard/", status_code=307)
-
     @app.get("/dashboard", include_in_schema=False)
+    async def to_dashboard(request: Request) -> RedirectResponse:
+        # The page loads its scripts and the API relative to <mount>/dashboard/.
+        return RedirectResponse(f"{request.scope.get('root_path', '')}/dashboard/",
+                                status_code=307)
+
     @app.get("/dashboard/", include_in_schema=False)
     async def dashboard() -> FileResponse:
         return FileResponse(str(static / "index.html"), media_type="text/html")

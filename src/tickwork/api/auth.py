@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Request, Response
 
+from tickwork.api.access import TOKEN_STATE
 from tickwork.api.body import json_body
 from tickwork.api.deps import Client, state_of
 from tickwork.api.errors import forbidden, problems, unauthorized
@@ -130,6 +131,8 @@ async def authenticate(request: Request) -> Principal:
 def require(scope: Scope) -> Callable[[Request], Awaitable[Principal]]:
     async def check(request: Request) -> Principal:
         principal = await authenticate(request)
+        if principal.token is not None:  # the access log names it
+            setattr(request.state, TOKEN_STATE, principal.token.name)
         if not principal.scope.allows(scope):
             raise forbidden(f"this needs a token with scope '{scope.value}' "
                             f"(this one has '{principal.scope.value}')")

@@ -24,6 +24,7 @@ async def list_runs(
     client: ClientDep,
     *,
     job: Annotated[str | None, Query(description="a job's id or name")] = None,
+    queue: Annotated[str | None, Query(description="runs of this queue")] = None,
     state: Annotated[list[str] | None, Query(description=f"any of {', '.join(STATES)}")] = None,
     since: Annotated[str | None, Query(description="scheduled at or after (RFC 3339)")] = None,
     until: Annotated[str | None, Query(description="scheduled before (RFC 3339)")] = None,
@@ -40,7 +41,7 @@ async def list_runs(
         at, job_id = decode_cursor(cursor, 2)
         before = (parse_instant(at, "cursor"), job_id)
     runs = await client.list_runs(
-        job=job, states=states, since=parse_instant(since, "since") if since else None,
+        job=job, queue=queue, states=states, since=parse_instant(since, "since") if since else None,
         until=parse_instant(until, "until") if until else None, before=before,
         limit=limit + 1, newest_first=order == "newest")
     page = runs[:limit]

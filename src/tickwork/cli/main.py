@@ -11,8 +11,6 @@ module with a ``click.Group`` and one ``add_command`` line in ``build_cli``.
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -32,9 +30,18 @@ from tickwork.cli import (
     secrets,
     service,
 )
-from tickwork.cli.options import LOGGING, Group, examples
+from tickwork.cli.options import LOG_FORMAT_ENV, LOG_LEVEL_ENV, LOGGING, Group, examples
+from tickwork.config import LOG_LEVELS
 from tickwork.document.text import not_unicode
-from tickwork.errors import Conflict, NotMigrated, StoreUnavailable, TickworkError, ValidationError
+from tickwork.errors import (
+    ConfigError,
+    Conflict,
+    NotMigrated,
+    StoreUnavailable,
+    TickworkError,
+    ValidationError,
+)
+from tickwork.logs import LOG_FORMATS, TEXT, configure
 
 EXIT_INPUT = 2
 EXIT_FAILURE = 1
@@ -95,14 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: PLR0911  (a status 
     if COMPLETE_VAR in os.environ:  # the shell asks for completions: Click answers and exits
         cli.main(args, prog_name=PROG, complete_var=COMPLETE_VAR)
     try:
-        _text_arguments(args)
-        with cli.make_context(PROG, args) as ctx:
-            work = cli.invoke(ctx)
-            chosen = ctx.meta.get(LOGGING)
-        configure_logging(*_log_choice(chosen))
-        if asyncio.iscoroutine(work):
-            work = asyncio.run(work)
-        return int(work or 0)
+        return _run(args)
     except KeyboardInterrupt:
         return 130
     except click.exceptions.Exit as exc:  # --help, --version
@@ -126,6 +126,23 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: PLR0911  (a status 
         return 0
 
 
+def _run(args: list[str]) -> int:
+    """Parse the command line, set up logging, then run the command (its coroutine)."""
+    _text_arguments(args)
+    with cli.make_context(PROG, args) as ctx:
+        work = cli.invoke(ctx)
+        chosen = ctx.meta.get(LOGGING)
+    try:
+        configure_logging(*_log_choice(chosen))
+    except ConfigError:
+        if asyncio.iscoroutine(work):
+            work.close()  # never started: a bad log setting stops the command first
+        raise
+    if asyncio.iscoroutine(work):
+        work = asyncio.run(work)
+    return int(work or 0)
+
+
 def _usage_line(exc: click.UsageError) -> str:
     """Click's message on one line, with the command it concerns and where to read more."""
     message = " ".join(exc.format_message().split())
@@ -144,38 +161,31 @@ def _text_arguments(argv: Sequence[str]) -> Sequence[str]:
 
 
 def _log_choice(chosen: dict[str, Any] | None) -> tuple[str, str]:
-    """The long-running commands (those with --log-level) log at info unless told otherwise;
-    the others log warnings only, so their output stays what they print."""
+    """The level and format to log in: ``--log-level`` and ``--log-format`` of the
+    long-running commands, else TICKWORK_LOG_LEVEL (those commands only) and
+    TICKWORK_LOG_FORMAT (every command), read as the command starts, before any other
+    setting. The long-running commands log at info unless told otherwise; the others log
+    warnings only, so their output stays what they print."""
+    given = chosen or {}
+    fmt = given.get("log_format") or _from_env(LOG_FORMAT_ENV, "log_format", LOG_FORMATS) or TEXT
     if chosen is None:
-        return "warning", "text"
-    return str(chosen.get("log_level") or "info"), str(chosen.get("log_format") or "text")
+        return "warning", fmt
+    level = given.get("log_level") or _from_env(LOG_LEVEL_ENV, "log_level", LOG_LEVELS)
+    return level or "info", fmt
 
 
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        line = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
-                "level": record.levelname.lower(), "logger": record.name,
-                "message": record.getMessage()}
-        if record.exc_info:
-            line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, ensure_ascii=False)
+def _from_env(variable: str, setting: str, allowed: Sequence[str]) -> str | None:
+    value = (os.environ.get(variable) or "").lower() or None
+    if value is not None and value not in allowed:
+        raise ConfigError(setting, f"must be one of {', '.join(allowed)} (got {value!r} from "
+                                   f"{variable})")
+    return value
 
 
 def configure_logging(level: str, fmt: str) -> None:
     """The one place the command line sets up logging: ``level`` (debug ... critical) and
-    ``fmt`` (``text``, or ``json``: one object a line), on standard error."""
-    handler = logging.StreamHandler()
-    if fmt == "json":
-        handler.setFormatter(_JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter(
-            "%(asctime)s %(levelname)-7s %(name)s: %(message)s", datefmt="%H:%M:%S"))
-    number = getattr(logging, level.upper(), logging.INFO)
-    logging.basicConfig(level=number, handlers=[handler])
-    logging.getLogger().setLevel(number)  # also when a host (a test) installed handlers
-    # psycopg_pool warns at every failed connection attempt; the store says once that the
-    # database is unreachable, and once that it answers again.
-    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    ``fmt`` (``text``, or ``json``: one object a line), on standard error (tickwork.logs)."""
+    configure(level, fmt)
 
 
 def fail(message: str, status: int) -> int:

@@ -2,10 +2,10 @@
 TICKWORK_* variable behind them, the store and API options, ``--json``, and examples in help.
 
 Click reads only the variables that are not settings (``TICKWORK_API_URL``,
-``TICKWORK_API_TOKEN``, ``TICKWORK_LOG_LEVEL``, ``TICKWORK_LOG_FORMAT``). A setting's variable
-(``TICKWORK_DATABASE_URL``, ...) is shown in the option's help but read by
-``tickwork.config.load_settings``, which keeps the order flag > variable > TOML > default and
-says where a bad value came from.
+``TICKWORK_API_TOKEN``). A setting's variable (``TICKWORK_DATABASE_URL``, ...) is shown in
+the option's help but read by ``tickwork.config.load_settings``, which keeps the order flag >
+variable > TOML > default and says where a bad value came from; ``TICKWORK_LOG_LEVEL`` and
+``TICKWORK_LOG_FORMAT`` are read by ``main`` as a command starts, to set up logging.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ LOG_LEVEL_ENV = "TICKWORK_LOG_LEVEL"
 LOG_FORMAT_ENV = "TICKWORK_LOG_FORMAT"
 # Variables the command line reads itself; the settings loader is given the environment
 # without them, so they are not "unknown settings" to it.
-CLI_ONLY_ENV = frozenset({API_URL_ENV, API_TOKEN_ENV, LOG_FORMAT_ENV})
+CLI_ONLY_ENV = frozenset({API_URL_ENV, API_TOKEN_ENV})
 LOGGING = "tickwork.logging"  # ctx.meta key: the --log-level and --log-format given
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -140,19 +140,19 @@ def store_options(*, redis: str | None = None, api: bool = False) -> Callable[[F
 
 
 def _remember_logging(ctx: click.Context, param: click.Parameter, value: object) -> None:
-    ctx.meta.setdefault(LOGGING, {})[param.name] = value
+    ctx.meta.setdefault(LOGGING, {})[param.name] = value.lower() if isinstance(value,
+                                                                                str) else value
 
 
 def logging_options(command: F) -> F:
     """--log-level and --log-format of the long-running processes; main() configures
     logging from them, in one place."""
-    command = click.option(
-        "--log-format", type=click.Choice(["text", "json"]), metavar="FORMAT",
-        envvar=LOG_FORMAT_ENV,
-        show_envvar=True, expose_value=False, callback=_remember_logging,
+    command = setting(
+        "--log-format", type=click.Choice(["text", "json"], case_sensitive=False),
+        metavar="FORMAT", env=LOG_FORMAT_ENV, expose_value=False, callback=_remember_logging,
         help="text (default) or json: one JSON object a line")(command)
-    return click.option(
+    return setting(
         "--log-level", type=click.Choice(["debug", "info", "warning", "error", "critical"],
                                          case_sensitive=False),
-        metavar="LEVEL", envvar=LOG_LEVEL_ENV, show_envvar=True, expose_value=False,
-        callback=_remember_logging, help="debug, info (default), warning, error")(command)
+        metavar="LEVEL", env=LOG_LEVEL_ENV, expose_value=False, callback=_remember_logging,
+        help="debug, info (default), warning, error")(command)

@@ -50,6 +50,7 @@ from tickwork.drivers.admin import (
     Stats,
     StatsParams,
 )
+from tickwork.drivers.alerts import MAX_ALERTS, AlertListParams, StoredAlert
 from tickwork.drivers.base import (
     MAX_BATCH,
     JobCreateManyParams,
@@ -382,7 +383,8 @@ class AsyncClient(CalendarMethods):
 
     # -- runs --------------------------------------------------------------------------------
 
-    async def list_runs(self, *, job: str | None = None, states: Sequence[str] = (),
+    async def list_runs(self, *, job: str | None = None, queue: str | None = None,
+                        states: Sequence[str] = (),
                         since: datetime | None = None, until: datetime | None = None,
                         before: tuple[datetime, str] | None = None, limit: int = 50,
                         newest_first: bool = True) -> list[Occurrence]:
@@ -394,12 +396,22 @@ class AsyncClient(CalendarMethods):
             want = min(limit - len(found), MAX_BATCH)
             last = (found[-1].scheduled_at, found[-1].job_id) if found else before
             page = await self.store.occurrence_list(OccurrenceListParams(
-                job_id=job_id, states=[OccurrenceState(s) for s in states], since=since,
+                job_id=job_id, queue=queue, states=[OccurrenceState(s) for s in states],
+                since=since,
                 until=until, before=last, limit=want, newest_first=newest_first))
             found.extend(page)
             if len(page) < want:
                 break
         return found
+
+    async def list_alerts(self, *, job: str | None = None, state: str | None = None,
+                          before: tuple[datetime, str] | None = None,
+                          limit: int = 50) -> list[StoredAlert]:
+        """Alerts, newest first, with their deliveries; ``state`` is firing or resolved;
+        ``before`` is the (fired_at, id) of the row the listing continues after."""
+        job_id = (await self._job(job)).id if job else None
+        return await self.store.alert_list(AlertListParams(
+            job_id=job_id, state=state, before=before, limit=min(limit, MAX_ALERTS)))
 
     async def get_run(self, job: str, scheduled_at: datetime) -> tuple[Occurrence, list[Attempt]]:
         job_id = (await self._job(job)).id
@@ -507,6 +519,9 @@ class Client:
 
     def list_runs(self, **filters: Any) -> list[Occurrence]:
         return self._run(self._inner.list_runs(**filters))
+
+    def list_alerts(self, **filters: Any) -> list[StoredAlert]:
+        return self._run(self._inner.list_alerts(**filters))
 
     def get_run(self, job: str, scheduled_at: datetime) -> tuple[Occurrence, list[Attempt]]:
         return self._run(self._inner.get_run(job, scheduled_at))

@@ -23,6 +23,7 @@ from tickwork.config.checks import (
     check_database,
     check_executors,
     check_less,
+    check_logs,
     check_processes,
     check_queues,
     check_shard_lease,
@@ -30,8 +31,10 @@ from tickwork.config.checks import (
     format_seconds,
     parse_address,
 )
+from tickwork.document.alerts import parse_alert_defaults
 from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors.base import ExecutorSettings
+from tickwork.logs import LOG_FORMATS
 from tickwork.schedules import parse_duration
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "CONFIG_FILE",
     "DEFAULT_CONCURRENCY",
     "ENV_VARS",
+    "LOG_FORMATS",
     "LOG_LEVELS",
     "LOOPBACK_HOSTS",
     "MAX_CONCURRENCY",
@@ -95,11 +99,18 @@ class Settings:
     max_deliveries: int = 5  # Redis: deliveries of one stream entry before it is dead-lettered
     log_level: str = "info"
     log_each_run: bool = False  # a line per finished attempt; else failures and a summary
+    log_format: str = "text"  # text | json (tickwork.logs)
+    access_log: bool = False  # the API logs a line per request (tickwork.api.access)
+    otel: bool = False  # a trace span per attempt (the otel extra); OTEL_* variables also enable
     executors: ExecutorSettings = field(default_factory=ExecutorSettings)
     demo: bool = False
     api_enabled: bool = True  # `tickwork run` serves the API and dashboard on host:port
     open_access: bool = False  # no token needed: loopback hosts only
     metrics_address: str | None = None  # scheduler and worker: serve /metrics, /healthz here
+    # Alerts (docs/operations.md#alerts): the policy of jobs without their own, as JSON
+    # {"all": <alerts>, "queues": {"name": <alerts>}}, and how often they are judged.
+    alert_defaults: str | None = None
+    alert_interval_seconds: float = 5.0
 
     def validate(self) -> None:
         """Raise ConfigError for the first value out of bounds or in conflict with another."""
@@ -137,11 +148,9 @@ class Settings:
                     "lease_seconds", self.lease_seconds, strict=True)
         check_less("planner_interval_seconds", self.planner_interval_seconds,
                     "planner_horizon_seconds", self.planner_horizon_seconds, strict=False)
-        if self.log_level not in LOG_LEVELS:
-            raise ConfigError(
-                "log_level", f"must be one of {', '.join(LOG_LEVELS)} (got {self.log_level!r})"
-            )
+        check_logs(self.log_level, LOG_LEVELS, self.log_format)
         check_executors(self.executors, _EXECUTOR_KINDS)
+        parse_alert_defaults(self.alert_defaults)
 
 
 def parse_queues(value: str) -> tuple[tuple[str, int], ...]:
@@ -185,8 +194,9 @@ def load_settings(
         _read_toml(path, top, executors)
     _read_env(environ, top, executors)
     _read_flags(flags or {}, top, executors)
-    if "log_level" in top:
-        top["log_level"] = top["log_level"].lower()
+    for name in ("log_level", "log_format"):
+        if name in top:
+            top[name] = top[name].lower()
     settings = Settings(**top, executors=replace(ExecutorSettings(), **executors))
     settings.validate()
     return settings
@@ -214,10 +224,15 @@ _SETTING_KINDS: dict[str, _Kind] = {
     "max_deliveries": "int",
     "log_level": "str",
     "log_each_run": "bool",
+    "log_format": "str",
+    "access_log": "bool",
+    "otel": "bool",
     "demo": "bool",
     "api_enabled": "bool",
     "open_access": "bool",
     "metrics_address": "optional_str",
+    "alert_defaults": "optional_str",
+    "alert_interval_seconds": "seconds",
 }
 _SECONDS = tuple(name for name, kind in _SETTING_KINDS.items() if kind == "seconds")
 

@@ -21,6 +21,7 @@ from tickwork.executors.email import check_settings as check_smtp_settings
 from tickwork.executors.http import parse_endpoint_secrets
 from tickwork.executors.shell_policy import env_name_problem, parse_argument_patterns, runs_code
 from tickwork.executors.ssrf import OutboundPolicy
+from tickwork.logs import LOG_FORMATS
 from tickwork.secrets import check_name, config_reference
 
 MAX_CONCURRENCY = 10_000
@@ -89,6 +90,13 @@ def check_processes(max_deliveries: int, metrics_address: str | None) -> None:
         raise ConfigError("max_deliveries", f"must be at least 1 (got {max_deliveries})")
     if metrics_address is not None:
         parse_address(metrics_address, "metrics_address")
+
+
+def check_logs(level: str, levels: tuple[str, ...], fmt: str) -> None:
+    if level not in levels:
+        raise ConfigError("log_level", f"must be one of {', '.join(levels)} (got {level!r})")
+    if fmt not in LOG_FORMATS:
+        raise ConfigError("log_format", f"must be one of {', '.join(LOG_FORMATS)} (got {fmt!r})")
 
 
 def check_shard_lease(seconds: float) -> None:

@@ -17,10 +17,10 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
+from tickwork.document import fields as _fields
+from tickwork.document.alerts import alerts
 from tickwork.document.fields import (
     DURATION_RULE,
-    FIELD_PARSERS,
-    FIELDS,
     MEMO_PAYLOAD_CHARS,
     MEMO_SIZE,
     QUEUE_NAME,
@@ -54,6 +54,10 @@ __all__ = [
 ]
 
 REQUIRED = ("name", "schedule", "kind", "payload")
+# Every top-level field's parser, in the order job_document writes them (``alerts`` sits in
+# document/alerts.py, which builds on the field parsers).
+FIELD_PARSERS = {**_fields.FIELD_PARSERS, "alerts": alerts}
+FIELDS = tuple(FIELD_PARSERS)
 
 # Fixed instant from which a cron schedule's interval is estimated, so warnings are reproducible.
 _INTERVAL_REFERENCE = datetime(2030, 1, 1, tzinfo=UTC)
@@ -158,7 +162,7 @@ def _checked_payload(kind: str, payload: str | dict[str, Any],
 def job_document(spec: JobSpec) -> dict[str, Any]:
     """The canonical, JSON-able document for ``spec``; ``parse_job_document`` reads it back."""
     retry = spec.retry
-    return {
+    doc = {
         "name": spec.name,
         "queue": spec.queue,
         "priority": spec.priority,
@@ -178,6 +182,9 @@ def job_document(spec: JobSpec) -> dict[str, Any]:
         "tags": list(spec.tags),
         "delivery": Delivery(spec.delivery).value,
     }
+    if spec.alerts is not None:  # written only when set, as the store does
+        doc["alerts"] = json.loads(spec.alerts)
+    return doc
 
 
 def _schedule_document(schedule: ScheduleSpec) -> dict[str, Any]:
@@ -293,5 +300,10 @@ def check_runs(spec: JobSpec, next_run: datetime | None, now: datetime) -> None:
             f"{at.isoformat()} is more than catchup_window_seconds "
             f"({spec.catchup_window_seconds:g}) in the past: the job would never run"))
     if next_run is None:
+        bare = replace(spec.schedule, start_at=None, end_at=None)
+        if bare.type == "cron" and compiled_schedule(bare).first_at_or_after(now) is None:
+            # An expression that never fires is refused when compiled: its year field ended.
+            raise ValidationError("schedule.cron", "has no fire time from now on: the years "
+                                  "its year field selects are past, so the job would never run")
         raise ValidationError("schedule", "has no fire time from now on (see its end_at): "
                               "the job would never run")

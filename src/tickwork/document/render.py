@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from tickwork.document import job_document
+from tickwork.drivers.alerts import StoredAlert
 from tickwork.drivers.calendars import StoredCalendar
 from tickwork.models import Attempt, Job, Occurrence, rfc3339
 from tickwork.schedules.structured import Fire
@@ -49,3 +50,20 @@ def calendar_json(calendar: StoredCalendar) -> dict[str, Any]:
 def fire_json(fire: Fire) -> dict[str, Any]:
     """A previewed fire time; ``excluded_by`` names the calendar that drops it, if one does."""
     return {"at": when(fire.at), "excluded_by": fire.excluded_by, "reason": fire.reason}
+
+
+def alert_json(alert: StoredAlert) -> dict[str, Any]:
+    """An alert and its deliveries; a delivery's payload (webhook URLs are credentials) is
+    never shown, only where it went and how each try ended."""
+    return {
+        "id": alert.id, "job_id": alert.job_id, "job_name": alert.job_name,
+        "condition": alert.condition, "state": alert.state, "detail": alert.detail,
+        "notified": alert.notified, "fired_at": when(alert.fired_at),
+        "resolved_at": when(alert.resolved_at),
+        "deliveries": [{
+            "id": d.id, "event": d.event, "channel": d.channel, "kind": d.kind,
+            "state": d.state, "attempts": d.attempts, "last_error": d.last_error,
+            "created_at": when(d.created_at), "finished_at": when(d.finished_at),
+            "next_attempt_at": when(d.next_attempt_at) if d.state == "pending" else None,
+        } for d in alert.deliveries],
+    }

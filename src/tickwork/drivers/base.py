@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from tickwork.drivers.alerts import AlertStore
 from tickwork.drivers.calendars import CalendarStore
 from tickwork.models import (
     Attempt,
@@ -226,6 +227,7 @@ class Rescued:
 @dataclass(frozen=True, slots=True)
 class OccurrenceListParams:
     job_id: str | None = None
+    queue: str | None = None
     states: Sequence[OccurrenceState] = ()
     since: datetime | None = None  # scheduled_at >= since
     until: datetime | None = None  # scheduled_at < until
@@ -297,7 +299,7 @@ class WaitingOccurrence:
     priority: int
 
 
-class Store(CalendarStore, Protocol):
+class Store(CalendarStore, AlertStore, Protocol):
     """The source of truth. Every method is one transaction."""
 
     async def migrate(self) -> None: ...

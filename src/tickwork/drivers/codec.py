@@ -79,8 +79,11 @@ def specs_to_json(specs: Iterable[JobSpec]) -> Iterator[str]:
 
 
 def _spec_json(spec: JobSpec, schedule: str, payload: str) -> str:
-    return (f'{{"name":{_text(spec.name)},"schedule":{schedule},"kind":{_text(spec.kind)},'
+    text = (f'{{"name":{_text(spec.name)},"schedule":{schedule},"kind":{_text(spec.kind)},'
             f'"payload":{payload},{_tail_json(spec)}')
+    if spec.alerts is None:  # written only when set (older rows lack it, and so do most)
+        return text
+    return f'{text[:-1]},"alerts":{_text(spec.alerts)}}}'
 
 
 def _schedule_json(s: ScheduleSpec) -> str:
@@ -199,7 +202,8 @@ def spec_from_json(text: str) -> JobSpec:
         return known
     return JobSpec(name, known.schedule, known.kind, known.payload, known.queue,
                    known.priority, known.retry, known.timeout_seconds, known.overlap,
-                   known.catchup_window_seconds, known.paused, known.tags, known.delivery)
+                   known.catchup_window_seconds, known.paused, known.tags, known.delivery,
+                   known.alerts)
 
 
 def _split_name(text: str) -> tuple[str, str] | None:
@@ -245,4 +249,5 @@ def _parse(text: str) -> JobSpec:
         paused=d["paused"],
         tags=tuple(d["tags"]),
         delivery=Delivery(d["delivery"]),
+        alerts=d.get("alerts"),
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import codecs
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
@@ -60,6 +60,9 @@ class ExecutionContext:
     idempotency_key: str
     deadline: datetime
     timeout_seconds: float
+    # Trace context to pass on (``traceparent``, ``tracestate``) when the worker traces
+    # attempts (tickwork.worker.otel); http jobs send them as headers.
+    trace_headers: Mapping[str, str] = field(default_factory=dict)
 
 
 class Executor(Protocol):

@@ -272,6 +272,7 @@ class HttpExecutor:
         headers["Tickwork-Scheduled-At"] = rfc3339(ctx.scheduled_at)
         headers["Tickwork-Deadline"] = rfc3339(ctx.deadline)
         headers["Tickwork-Job-Id"] = ctx.job_id
+        headers.update(ctx.trace_headers)  # W3C trace context, when attempts are traced
         return headers
 
     def _judge(self, payload: dict[str, Any], resp: Response, output: str) -> Outcome:

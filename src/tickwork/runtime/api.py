@@ -33,7 +33,8 @@ class ApiProcess(Process):
         s = self.settings
         self.client = await client_for(s, driver=self.driver)
         self.http = ApiServer(create_app(self.client, open_access=s.open_access,
-                                         allowed_hosts=[s.host], metrics=self.metrics),
+                                         allowed_hosts=[s.host], metrics=self.metrics,
+                                         access_log=s.access_log),
                               host=s.host, port=s.port)
         await self.http.start()
         log.info("API and dashboard on %s/dashboard/ (%s)", self.http.url,

@@ -15,11 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from tickwork.clock import Clock
 from tickwork.config import Settings
+from tickwork.document.alerts import parse_alert_defaults
 from tickwork.drivers import Driver
-from tickwork.drivers.base import Store
+from tickwork.drivers.base import Completion, Store
 from tickwork.executors import build_executors
 from tickwork.executors.base import Executor, ExecutorSettings
 from tickwork.metrics import Metrics
+from tickwork.models import TERMINAL_STATES, Claim
+from tickwork.runtime.tracing import attempt_tracer
+from tickwork.scheduler.alert_delivery import AlertDeliverer
+from tickwork.scheduler.alerts import AlertEvaluator
 from tickwork.scheduler.planner import Planner
 from tickwork.scheduler.rescuer import Rescuer
 from tickwork.secrets import SecretResolver, resolver_for
@@ -70,15 +75,24 @@ def redis_claim_source(settings: Settings, *, store: Store, dispatch: RedisDispa
 
 def worker_pool(settings: Settings, *, store: Store, clock: Clock,
                 executors: dict[str, Executor], worker: str, metrics: Metrics,
-                source: ClaimSource | None = None) -> WorkerPool:
-    """The pool that claims, runs and completes attempts of ``settings.queues``."""
+                source: ClaimSource | None = None,
+                on_ended: Callable[[], None] | None = None) -> WorkerPool:
+    """The pool that claims, runs and completes attempts of ``settings.queues``;
+    ``on_ended`` is called when a run ends (succeeded, or out of attempts)."""
     s = settings
+    on_finished = metrics.attempt_finished
+    if on_ended is not None:
+        def on_finished(claim: Claim, result: object, completion: Completion) -> None:
+            metrics.attempt_finished(claim, result, completion)
+            if completion.state in TERMINAL_STATES:
+                on_ended()
+
     return WorkerPool(
         store=store, clock=clock, executors=executors, queues=s.queues, worker_id=worker,
         lease_seconds=s.lease_seconds, heartbeat_seconds=s.heartbeat_seconds,
         poll_interval_seconds=s.poll_interval_seconds,
-        shutdown_grace_seconds=s.shutdown_grace_seconds, on_finished=metrics.attempt_finished,
-        run_log=RunLog(each=s.log_each_run),
+        shutdown_grace_seconds=s.shutdown_grace_seconds, on_finished=on_finished,
+        run_log=RunLog(each=s.log_each_run), tracer=attempt_tracer(s),
         on_claimed=metrics.claimed, source=source)
 
 
@@ -122,3 +136,17 @@ def rescuer(settings: Settings, *, store: Store, clock: Clock, metrics: Metrics,
     return Rescuer(store=store, clock=clock, interval_seconds=settings.rescue_interval_seconds,
                    sole_worker=sole_worker, on_rescued=rescued,
                    after_rescue=redis.after_rescue() if redis else None)
+
+
+def alert_loops(settings: Settings, *, store: Store, clock: Clock,
+                executors: dict[str, Executor],
+                shards: Callable[[], frozenset[int]] | None = None,
+                ) -> tuple[AlertEvaluator, AlertDeliverer]:
+    """The alert evaluator (of ``shards``' jobs, or all) and the loop that delivers what it
+    fires through ``executors``; the evaluator wakes the deliverer when it fired."""
+    deliverer = AlertDeliverer(store=store, clock=clock, executors=executors)
+    evaluator = AlertEvaluator(
+        store=store, clock=clock, interval_seconds=settings.alert_interval_seconds,
+        defaults=parse_alert_defaults(settings.alert_defaults), shards=shards,
+        on_changed=deliverer.wake)
+    return evaluator, deliverer

@@ -33,6 +33,8 @@ from tickwork.metrics import REDIS, DispatchMode
 from tickwork.runtime import assemble
 from tickwork.runtime.base import Process, Stoppable
 from tickwork.runtime.lock import FileLock
+from tickwork.scheduler.alert_delivery import AlertDeliverer
+from tickwork.scheduler.alerts import AlertEvaluator
 from tickwork.scheduler.loop import Loop
 from tickwork.scheduler.planner import Planner
 from tickwork.scheduler.rescuer import Rescuer
@@ -62,6 +64,7 @@ class EmbeddedService(Process):
         self.client: AsyncClient | None = None  # made at start, with what it must know
         self.planner: Planner | None = None
         self.rescuer: Rescuer | None = None
+        self.alerts: tuple[AlertEvaluator, AlertDeliverer] | None = None
         self.redis: SchedulerDispatch | None = None  # the due set's side: promoter, reconciler
         self.source: RedisClaimSource | None = None  # the worker's side: claims from Redis
         self._stopped = asyncio.Event()
@@ -86,15 +89,18 @@ class EmbeddedService(Process):
             after_insert=self.redis.feeder.add_waiting if self.redis else None)
         self.pool = assemble.worker_pool(s, store=self.store, clock=self.clock,
                                          executors=self.executors, worker=worker,
-                                         metrics=self.metrics, source=self.source)
+                                         metrics=self.metrics, source=self.source,
+                                         on_ended=self._run_ended)
         self.planner = assemble.planner(s, store=self.store, clock=self.clock,
                                         metrics=self.metrics, redis=self.redis, wake=self._wake)
         self.rescuer = assemble.rescuer(
             s, store=self.store, clock=self.clock, metrics=self.metrics, redis=self.redis,
-            wake=self._wake, sole_worker=worker if self.lock.held else None)
+            wake=self._rescued, sole_worker=worker if self.lock.held else None)
+        self.alerts = assemble.alert_loops(s, store=self.store, clock=self.clock,
+                                           executors=self.executors)
         await self.rescuer.run_once(self.clock.now())  # orphans of a crashed predecessor
         await self._sync_jobs(jobs)
-        for loop in (self.planner, self.rescuer, *self._redis_loops()):
+        for loop in (self.planner, self.rescuer, *self.alerts, *self._redis_loops()):
             loop.start()
         self.pool.start()
         log.info("tickwork is running: database %s, queues %s, worker %s%s", safe_url(s.database),
@@ -120,7 +126,7 @@ class EmbeddedService(Process):
 
     def loops(self) -> tuple[Stoppable, ...]:
         return tuple(loop for loop in (self.planner, self.rescuer) if loop is not None) + \
-            self._redis_loops()
+            (self.alerts or ()) + self._redis_loops()
 
     @property
     def mode(self) -> str:
@@ -171,6 +177,15 @@ class EmbeddedService(Process):
         if self.pool is not None:
             self.pool.wake()
 
+    def _rescued(self) -> None:
+        self._wake()
+        self._run_ended()
+
+    def _run_ended(self) -> None:
+        """A run ended (or was rescued): judge its job's alerts now, not at the next pass."""
+        if self.alerts is not None:
+            self.alerts[0].wake()
+
     async def _start_api(self) -> None:
         from tickwork.api.app import create_app  # noqa: PLC0415  (FastAPI loads only to serve)
         from tickwork.api.server import ApiServer  # noqa: PLC0415
@@ -178,7 +193,7 @@ class EmbeddedService(Process):
         s = self.settings
         assert self.client is not None
         app = create_app(self.client, open_access=s.open_access, allowed_hosts=[s.host],
-                         metrics=self.metrics)
+                         metrics=self.metrics, access_log=s.access_log)
         self.http = ApiServer(app, host=s.host, port=s.port)
         await self.http.start()
         if s.open_access:

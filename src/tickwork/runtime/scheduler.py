@@ -53,6 +53,12 @@ class SchedulerProcess(Process):
         # Never sole_worker here: other processes' leases are only orphans once they expire.
         self.rescuer = assemble.rescuer(s, store=self.store, clock=self.clock,
                                         metrics=self.metrics, redis=self.redis)
+        # Alerts of the jobs of the shards this scheduler leases: each job is judged by one
+        # scheduler at a time, and the store records one firing alert per job and condition
+        # should two judge it during a handover.
+        self.executors, self.secrets = assemble.executors(s.executors, driver)
+        self.alerts = assemble.alert_loops(s, store=self.store, clock=self.clock,
+                                           executors=self.executors, shards=self.leaser.shards)
         self.pruner = Pruner(store=self.postgres, clock=self.clock,
                              retention_days=s.retention_days)
         # A scheduler stopping gives its shards back and says so: take them now, not at the
@@ -69,7 +75,8 @@ class SchedulerProcess(Process):
         self._started = True
         if self.dispatch is not None:
             await self.dispatch.check_settings()
-        for loop in (self.leaser, self.planner, self.rescuer, self.pruner, *self._redis_loops()):
+        for loop in (self.leaser, self.planner, self.rescuer, self.pruner, *self.alerts,
+                     *self._redis_loops()):
             loop.start()
         self.listener.start()
         await self.serve_metrics()
@@ -85,7 +92,8 @@ class SchedulerProcess(Process):
         return self.redis.loops() if self.redis is not None else ()
 
     def loops(self) -> tuple[Stoppable, ...]:
-        return (self.listener, self.planner, self.rescuer, self.pruner, *self._redis_loops())
+        return (self.listener, self.planner, self.rescuer, self.pruner, *self.alerts,
+                *self._redis_loops())
 
     async def _stop_more(self) -> None:
         if self._started:
@@ -113,10 +121,10 @@ class SchedulerProcess(Process):
     async def metrics_text(self) -> str:
         extra = [Family("tickwork_shard_leases_held", "gauge",
                         "Job shards this scheduler holds a lease on (it plans their jobs).",
-                        [("", len(self.leaser.held))])]
+                        [({}, len(self.leaser.held))])]
         if self.redis is not None:
             extra += [mode_family(await self._mode(), (REDIS, DEGRADED)),
                       Family("tickwork_due_add_failed_total", "counter",
                              "Occurrences whose due_add to Redis failed (the reconciler "
-                             "re-adds them).", [("", self.redis.feeder.failed)])]
+                             "re-adds them).", [({}, self.redis.feeder.failed)])]
         return self.metrics.render_process(SCHEDULER, extra)

@@ -80,16 +80,16 @@ class WorkerProcess(Process):
     async def metrics_text(self) -> str:
         s = self.settings
         extra = [Family("tickwork_worker_running", "gauge", "Attempts running in this worker.",
-                        [("", self.pool.running_count if self.pool else 0)]),
+                        [({}, self.pool.running_count if self.pool else 0)]),
                  Family("tickwork_worker_concurrency", "gauge",
                         "Attempts this worker runs at most at once, by queue.",
-                        [(f'queue="{q}"', c) for q, c in s.queues])]
+                        [({"queue": q}, c) for q, c in s.queues])]
         if self.source is not None:
             extra += [Family("tickwork_redis_reclaimed_total", "counter",
                              "Stream entries taken over from a consumer that died or hung.",
-                             [("", self.source.reclaimed)]),
+                             [({}, self.source.reclaimed)]),
                       Family("tickwork_redis_dead_lettered_total", "counter",
                              "Stream entries moved to the dead stream (delivered more than "
                              "max_deliveries times, or not an occurrence key).",
-                             [("", self.source.dead_lettered)])]
+                             [({}, self.source.dead_lettered)])]
         return self.metrics.render_process(WORKER, extra)

@@ -1,5 +1,11 @@
 """Cron expressions: parsing, and the next fire time in an IANA time zone (DESIGN G9).
 
+Five fields, six with seconds first, or seven with seconds first and a year last (Quartz).
+Besides plain values, lists, ranges and steps, the day fields take Quartz's day forms (``L``,
+``L-n``, ``LW``, ``nW`` in day-of-month; ``d#n``, ``dL`` in day-of-week: see
+:mod:`tickwork.schedules.cron_days`). Expressions without those forms and without a year take
+the fast path, a check of two masks per day; the others find their days a month at a time.
+
 Pure code. Instants are integer POSIX seconds; a *wall* time is the same count of seconds
 for the local calendar reading (seconds since 1970-01-01 00:00 on the local clock).
 
@@ -11,19 +17,31 @@ other expression fires at each real instant whose local time matches.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from tickwork.errors import ValidationError
+from tickwork.schedules.cron_days import (
+    LAST,
+    LAST_OF,
+    LAST_WEEKDAY,
+    NEAREST,
+    NTH,
+    DayFields,
+    DayForm,
+    first_weekday,
+    month_length,
+)
 
 FIELD = "schedule.cron"
 DAY = 86_400
 EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
-# Search horizon: an expression with no match within 8 years (e.g. `0 0 30 2 *`) never fires.
-# 8 * 366 days also covers Feb 29 across a skipped century leap year (2096 -> 2104).
-HORIZON = 8 * 366 * DAY
+# Search horizon, a backstop: the Gregorian calendar repeats every 400 years, and an expression
+# that never fires (`0 0 30 2 *`) is refused when compiled, so every search ends well before it.
+# The longest real gaps: decades (`0 0 ? 2 5#5`, a fifth Friday in February; a year field).
+HORIZON = 400 * 366 * DAY
 # The wall seconds the search considers, keeping clear of datetime's year 1 and 9999 limits.
 MIN_WALL = (date(1, 1, 3).toordinal() - EPOCH_ORDINAL) * DAY
 MAX_WALL = (date(9999, 12, 30).toordinal() - EPOCH_ORDINAL) * DAY
@@ -62,6 +80,7 @@ HOUR = _FieldDef("hour", 0, 23)
 DOM = _FieldDef("day-of-month", 1, 31, question=True)
 MONTH = _FieldDef("month", 1, 12, MONTH_NAMES, 1)
 DOW = _FieldDef("day-of-week", 0, 7, DAY_NAMES, 0, question=True)
+YEAR = _FieldDef("year", 1970, 2199)
 
 
 def _error(reason: str) -> ValidationError:
@@ -86,39 +105,98 @@ def _value(text: str, fd: _FieldDef) -> int:
 def parse_field(text: str, fd: _FieldDef) -> frozenset[int]:
     """The set of values one cron field selects (day-of-week 7 becomes 0, Sunday)."""
     values: set[int] = set()
-    for item in text.split(","):
-        if item == "":
-            raise _error(f"field '{fd.name}' has an empty list item in '{text}'")
-        base, slash, step_text = item.partition("/")
-        if base in ("*", "?"):
-            if base == "?" and not fd.question:
-                raise _error(f"field '{fd.name}' does not accept '?'")
-            low, high = fd.low, fd.high
-        elif "-" in base:
-            low_text, _, high_text = base.partition("-")
-            low, high = _value(low_text, fd), _value(high_text, fd)
-            if low > high:
-                raise _error(f"field '{fd.name}' range '{base}' starts after it ends")
-        else:
-            low = _value(base, fd)
-            high = fd.high if slash else low
-        step = 1
-        if slash:
-            span = fd.high - fd.low + 1
-            if not (step_text.isascii() and step_text.isdigit()) or not 1 <= int(step_text) <= span:
-                raise _error(f"field '{fd.name}' step '{step_text}' must be a whole number "
-                             f"from 1 to {span}")
-            step = int(step_text)
-        values.update(range(low, high + 1, step))
+    for item in _items(text, fd):
+        values.update(_parse_item(item, fd))
     if fd is DOW and 7 in values:
         values.discard(7)
         values.add(0)
     return frozenset(values)
 
 
-# Days in each month at most (February: 29, in leap years).
-_LONGEST_MONTH = {1: 31, 2: 29, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 31, 11: 30,
-                  12: 31}
+def parse_day_field(text: str, fd: _FieldDef) -> tuple[frozenset[int], tuple[DayForm, ...]]:
+    """A day field's plain values and its day forms (``L``, ``15W``, ``FRI#2``, ``5L``, ...)."""
+    plain: list[str] = []
+    forms: dict[DayForm, None] = {}
+    for item in _items(text, fd):
+        form = _dom_form(item) if fd is DOM else _dow_form(item)
+        if form is None:
+            plain.append(item)
+        else:
+            forms[form] = None
+    return (parse_field(",".join(plain), fd) if plain else frozenset()), tuple(forms)
+
+
+def _items(text: str, fd: _FieldDef) -> list[str]:
+    items = text.split(",")
+    if "" in items:
+        raise _error(f"field '{fd.name}' has an empty list item in '{text}'")
+    return items
+
+
+def _parse_item(item: str, fd: _FieldDef) -> range:
+    """The values of one list item: a value, a range, ``*`` or ``?``, each with a step."""
+    base, slash, step_text = item.partition("/")
+    if base in ("*", "?"):
+        if base == "?" and not fd.question:
+            raise _error(f"field '{fd.name}' does not accept '?'")
+        low, high = fd.low, fd.high
+    elif "-" in base:
+        low_text, _, high_text = base.partition("-")
+        low, high = _value(low_text, fd), _value(high_text, fd)
+        if low > high:
+            raise _error(f"field '{fd.name}' range '{base}' starts after it ends")
+    else:
+        low = _value(base, fd)
+        high = fd.high if slash else low
+    step = 1
+    if slash:
+        span = fd.high - fd.low + 1
+        if not (step_text.isascii() and step_text.isdigit()) or not 1 <= int(step_text) <= span:
+            raise _error(f"field '{fd.name}' step '{step_text}' must be a whole number "
+                         f"from 1 to {span}")
+        step = int(step_text)
+    return range(low, high + 1, step)
+
+
+def _dom_form(item: str) -> DayForm | None:
+    """``L``, ``L-n``, ``LW`` or ``nW``; None for a plain item."""
+    text = item.upper()
+    if text == "L":
+        return DayForm(LAST)
+    if text == "LW":
+        return DayForm(LAST_WEEKDAY)
+    if text.startswith("L-"):
+        n = text[2:]
+        if not (n.isascii() and n.isdigit()) or not 1 <= int(n) <= 30:
+            raise _error(f"field 'day-of-month' value '{item}': the days before the last "
+                         "('L-n') must be a whole number from 1 to 30")
+        return DayForm(LAST, int(n))
+    if text.endswith("W") and text[:-1].isascii() and text[:-1].isdigit():
+        return DayForm(NEAREST, _value(text[:-1], DOM))
+    if "L" in text or "W" in text:
+        raise _error(f"field 'day-of-month' value '{item}' is not a form it accepts (a number, "
+                     "range or step, or one of 'L', 'L-n', 'LW', 'nW'; these take no range "
+                     "or step)")
+    return None
+
+
+def _dow_form(item: str) -> DayForm | None:
+    """``d#n`` or ``dL`` (d a number or a name); None for a plain item."""
+    text = item.upper()
+    if "#" in text:
+        day, _, week = text.partition("#")
+        weekday = _value(day, DOW) % 7
+        if not (week.isascii() and week.isdigit()) or not 1 <= int(week) <= 5:
+            raise _error(f"field 'day-of-week' value '{item}': the week after '#' must be a "
+                         "whole number from 1 to 5")
+        return DayForm(NTH, weekday, int(week))
+    if text.endswith("L"):
+        if text == "L":
+            raise _error("field 'day-of-week' value 'L' needs a weekday before it ('5L' or "
+                         "'FRIL': the last Friday of the month); the last day of the month is "
+                         "'L' in day-of-month")
+        return DayForm(LAST_OF, _value(text[:-1], DOW) % 7)
+    return None
 
 
 def _mask(values: frozenset[int]) -> int:
@@ -139,8 +217,9 @@ def _is_specific(text: str) -> bool:
 class CronExpr:
     """A compiled cron expression evaluated in one time zone (None means UTC)."""
 
-    __slots__ = ("_dom_mask", "_dow_mask", "_hours", "_minutes", "_month_mask", "_seconds",
-                 "day_or", "fields", "fixed", "has_seconds", "text", "tz")
+    __slots__ = ("_by_month", "_days", "_dom_forms", "_dom_mask", "_dow_forms", "_dow_mask",
+                 "_hours", "_kinds", "_minutes", "_month_mask", "_seconds", "_year_set", "_years",
+                 "day_or", "fields", "fixed", "has_seconds", "text", "tz", "year_field")
 
     def __init__(self, text: str, tz: ZoneInfo | None) -> None:
         self.text = text
@@ -153,33 +232,69 @@ class CronExpr:
                 raise _error(f"unknown alias '{expr}' (known: {known})")
             expr = ALIASES[alias]
         parts = expr.split()
-        if len(parts) not in (5, 6):
-            raise _error(f"expected 5 or 6 fields, got {len(parts)}")
-        self.has_seconds = len(parts) == 6
+        if len(parts) not in (5, 6, 7):
+            raise _error(f"expected 5, 6 or 7 fields, got {len(parts)}")
+        self.has_seconds = len(parts) >= 6
         if not self.has_seconds:
             parts.insert(0, "0")
+        self.year_field = parts.pop() if len(parts) == 7 else "*"
         self.fields = tuple(parts)
         sec, minute, hour, dom, month, dow = parts
         self._seconds = tuple(sorted(parse_field(sec, SECOND)))
         self._minutes = tuple(sorted(parse_field(minute, MINUTE)))
         self._hours = tuple(sorted(parse_field(hour, HOUR)))
-        self._dom_mask = _mask(parse_field(dom, DOM))
+        dom_values, self._dom_forms = parse_day_field(dom, DOM)
+        dow_values, self._dow_forms = parse_day_field(dow, DOW)
+        self._dom_mask = _mask(dom_values)
         self._month_mask = _mask(parse_field(month, MONTH))
-        self._dow_mask = _mask(parse_field(dow, DOW))
-        # Vixie cron: both day fields restricted (neither starts with `*`) means OR.
+        self._dow_mask = _mask(dow_values)
+        years = parse_field(self.year_field, YEAR)
+        self._years = None if self.year_field == "*" else tuple(sorted(years))
+        self._year_set = years
+        # Day forms and years take the month-at-a-time search; the rest, the per-day masks.
+        self._by_month = bool(self._dom_forms or self._dow_forms or self._years is not None)
+        self._kinds: dict[int, int] = {}  # month kind (length, weekday of the 1st) -> its days
+        # Vixie cron: both day fields restricted (neither starts with `*` or `?`) means OR.
         self.day_or = not _is_star(dom) and not _is_star(dow)
         self.fixed = _is_specific(sec) and _is_specific(minute) and _is_specific(hour)
-        if not self.day_or:
-            self._check_some_day(parse_field(dom, DOM), parse_field(month, MONTH))
+        self._days = DayFields(self._dom_mask, self._dom_forms, self._dow_mask, self._dow_forms,
+                               self.day_or)
+        self._check_some_day()
 
-    @staticmethod
-    def _check_some_day(days: frozenset[int], months: frozenset[int]) -> None:
-        """Refuse a schedule that can never fire, such as the 30th of February."""
-        if any(day <= _LONGEST_MONTH[month] for month in months for day in days):
+    def _check_some_day(self) -> None:
+        """Refuse a schedule that can never fire, such as the 30th of February.
+
+        Which days match in a month depends only on its kind: its length and the weekday of
+        its 1st. Without a year field every kind of each month comes round (February: 28 or
+        29 days); with one, only the kinds of the months of those years count.
+        """
+        months = [m for m in range(1, 13) if (self._month_mask >> m) & 1]
+        if self._years is None:
+            kinds = {(length, first) for m in months for first in range(7)
+                     for length in ((28, 29) if m == 2 else (month_length(2001, m),))}
+        else:
+            kinds = {(month_length(y, m), first_weekday(y, m)) for y in self._years for m in months}
+        if any(self._kind_days(length, first) for length, first in kinds):
             return
-        named = " or ".join(str(day) for day in sorted(days))
-        raise _error(f"never fires: none of its months has a day {named} "
-                     "(a job on such a schedule would never run)")
+        dom, month, dow = self.fields[3:]
+        days = [d for d in range(1, 32) if (self._dom_mask >> d) & 1]
+        if not self.day_or and not self._dom_forms and self._years is None and days:
+            named = " or ".join(str(day) for day in days)
+            raise _error(f"never fires: none of its months has a day {named} "
+                         "(a job on such a schedule would never run)")
+        named_fields = [f"field '{name}' '{text}'"
+                        for name, text in (("day-of-month", dom), ("day-of-week", dow))
+                        if not _is_star(text)]
+        link = " or " if self.day_or else " and "
+        place = []
+        if not _is_star(month):
+            place.append(_join_values(months, MONTH_WORDS, 1, "or"))
+        if self._years is not None:
+            place.append(_join_values(list(self._years), word="or"))
+        where = " of ".join(place) if place else "any month"
+        what = link.join(self._day_phrases(dom, dow))
+        raise _error(f"never fires: no day in {where} is {what} ({link.join(named_fields)}), "
+                     "so a job on such a schedule would never run")
 
     # -- calendar search on wall seconds --------------------------------------------------
 
@@ -187,6 +302,14 @@ class CronExpr:
         dom = (self._dom_mask >> d.day) & 1
         dow = (self._dow_mask >> (d.isoweekday() % 7)) & 1
         return bool(dom | dow) if self.day_or else bool(dom & dow)
+
+    def _kind_days(self, length: int, first: int) -> int:
+        """The days (bit d: day d) of a month of ``length`` days whose 1st is weekday ``first``."""
+        key = length * 8 + first
+        found = self._kinds.get(key)
+        if found is None:
+            found = self._kinds[key] = self._days.month_days(length, first)
+        return found
 
     def _time_at_or_after(self, sod: int) -> int | None:
         """The first matching second of the day at or after ``sod``, or None."""
@@ -225,6 +348,8 @@ class CronExpr:
 
     def next_wall(self, start: int, stop: int) -> int | None:
         """The first matching wall second in ``[start, stop)``, or None."""
+        if self._by_month:
+            return self._next_wall_by_month(start, stop)
         stop = min(stop, MAX_WALL)
         days, sod = divmod(start, DAY)
         last_day = (stop - 1) // DAY
@@ -239,6 +364,35 @@ class CronExpr:
                     wall = days * DAY + t
                     return wall if wall < stop else None
             days, sod = days + 1, 0
+        return None
+
+    def _next_wall_by_month(self, start: int, stop: int) -> int | None:
+        """``next_wall`` for day forms and years: each month's days come as one mask."""
+        stop = min(stop, MAX_WALL)
+        days, sod = divmod(start, DAY)
+        last_day = (stop - 1) // DAY
+        years = self._years
+        while days <= last_day:
+            d = date.fromordinal(EPOCH_ORDINAL + days)
+            if years is not None and d.year not in self._year_set:
+                i = bisect_right(years, d.year)
+                if i == len(years):
+                    return None
+                days, sod = date(years[i], 1, 1).toordinal() - EPOCH_ORDINAL, 0
+                continue
+            if (self._month_mask >> d.month) & 1:
+                left = self._kind_days(month_length(d.year, d.month),
+                                       first_weekday(d.year, d.month)) >> d.day
+                while left:  # bit 0 is day d itself
+                    day = days + (left & -left).bit_length() - 1
+                    if day > last_day:
+                        return None
+                    t = self._time_at_or_after(sod if day == days else 0)
+                    if t is not None:
+                        wall = day * DAY + t
+                        return wall if wall < stop else None
+                    left &= left - 1
+            days, sod = self._next_month_start(d), 0
         return None
 
     # -- time zone -------------------------------------------------------------------------
@@ -332,18 +486,34 @@ class CronExpr:
     def describe(self) -> str:
         """Plain English, best effort: "at 03:00 every day", "every 15 minutes"."""
         sec, minute, hour, dom, month, dow = self.fields
-        days = self._describe_days(dom, dow)
+        phrases = self._day_phrases(dom, dow)
+        days = " or ".join(f"on {phrase}" for phrase in phrases)
         month_values = sorted(parse_field(month, MONTH))
         months = "" if _is_star(month) else "in " + _join_values(month_values, MONTH_WORDS, 1)
-        if dom.isdigit() and _is_star(dow) and len(month_values) == 1:  # "on January 1"
-            days, months = f"on {MONTH_WORDS[month_values[0] - 1]} {int(dom)}", ""
+        if len(month_values) == 1 and len(phrases) == 1:  # "on January 1", "on the last day of
+            name = MONTH_WORDS[month_values[0] - 1]          # February"
+            if dom.isdigit() and _is_star(dow):
+                days, months = f"on {name} {int(dom)}", ""
+            elif phrases[0].endswith(" of the month"):
+                days, months = f"on {phrases[0].removesuffix(' of the month')} of {name}", ""
         times = [(h, m, s) for h in self._hours for m in self._minutes for s in self._seconds]
         if self.fixed and len(times) <= 6:
             clock = _join([_clock(*t) for t in times])
             when = f"at {clock}" + ("" if days or months else " every day")
         else:
             when = self._describe_times(sec, minute, hour)
-        return " ".join(part for part in (when, days, months) if part)
+        return " ".join(part for part in (when, days, months, self._describe_years()) if part)
+
+    def _describe_years(self) -> str:
+        """"in 2027", "in the years 2027 through 2030", "every 2 years from 2026 through 2198"."""
+        years = self._years
+        if years is None:
+            return ""
+        if len(years) == 1:
+            return f"in {years[0]}"
+        if "/" in self.year_field and "," not in self.year_field and len(years) > 2:
+            return f"every {years[1] - years[0]} years from {years[0]} through {years[-1]}"
+        return "in the years " + _join_values(list(years))
 
     def _describe_times(self, sec: str, minute: str, hour: str) -> str:
         units = (("second", sec, self._seconds), ("minute", minute, self._minutes),
@@ -367,16 +537,22 @@ class CronExpr:
                  for name, text, vals in units[finest + 1:] if text != "*"]
         return ", ".join([phrase, *above])
 
-    def _describe_days(self, dom: str, dow: str) -> str:
-        parts = []
+    def _day_phrases(self, dom: str, dow: str) -> list[str]:
+        """What each restricted day field selects: "days 1 and 15 of the month", "Friday",
+        "the last day of the month", "the second Friday of the month"."""
+        phrases = []
         if not _is_star(dom):
             values = [d for d in range(1, 32) if (self._dom_mask >> d) & 1]
-            parts.append(f"on day{'s' if len(values) > 1 else ''} {_join_values(values)} "
-                         "of the month")
+            items = [f"day{'s' if len(values) > 1 else ''} {_join_values(values)}"] if values \
+                else []
+            items += [form.words() for form in self._dom_forms]
+            phrases.append(f"{_join(items)} of the month")
         if not _is_star(dow):
             values = [d for d in range(7) if (self._dow_mask >> d) & 1]
-            parts.append("on " + _join_values(values, DAY_WORDS))
-        return " or ".join(parts)
+            items = [_join_values(values, DAY_WORDS)] if values else []
+            items += [form.words() for form in self._dow_forms]
+            phrases.append(_join(items) + (" of the month" if self._dow_forms else ""))
+        return phrases
 
 
 def _seconds(offset: timedelta | None) -> int:
@@ -387,15 +563,16 @@ def _clock(h: int, m: int, s: int) -> str:
     return f"{h:02d}:{m:02d}" + (f":{s:02d}" if s else "")
 
 
-def _join(items: list[str]) -> str:
+def _join(items: list[str], word: str = "and") -> str:
     if len(items) <= 1:
         return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
+    return ", ".join(items[:-1]) + f" {word} " + items[-1]
 
 
-def _join_values(values: list[int], words: tuple[str, ...] = (), base: int = 0) -> str:
+def _join_values(values: list[int], words: tuple[str, ...] = (), base: int = 0,
+                 word: str = "and") -> str:
     """``[1, 2, 3, 4, 9]`` -> "1 through 4 and 9", with names when ``words`` are given."""
-    def word(v: int) -> str:
+    def name(v: int) -> str:
         return words[v - base] if words else str(v)
 
     runs: list[str] = []
@@ -405,8 +582,8 @@ def _join_values(values: list[int], words: tuple[str, ...] = (), base: int = 0) 
         while j + 1 < len(values) and values[j + 1] == values[j] + 1:
             j += 1
         if j - i >= 2:
-            runs.append(f"{word(values[i])} through {word(values[j])}")
+            runs.append(f"{name(values[i])} through {name(values[j])}")
         else:
-            runs.extend(word(v) for v in values[i:j + 1])
+            runs.extend(name(v) for v in values[i:j + 1])
         i = j + 1
-    return _join(runs)
+    return _join(runs, word)

@@ -56,6 +56,7 @@ def job_spec(
     paused: bool = False,
     tags: Sequence[str] = (),
     delivery: Delivery = Delivery.AT_LEAST_ONCE,
+    alerts: str | None = None,
 ) -> JobSpec:
     """A valid spec: every minute, an HTTP ping, with the given fields changed."""
     return JobSpec(
@@ -73,6 +74,7 @@ def job_spec(
         paused=paused,
         tags=tuple(tags),
         delivery=delivery,
+        alerts=alerts,
     )
 
 

@@ -35,6 +35,7 @@ from tickwork.worker.failpoints import failpoint
 from tickwork.worker.outcomes import decide
 from tickwork.worker.runlog import RunLog
 from tickwork.worker.sources import ClaimSource, SqlClaimSource
+from tickwork.worker.tracing import AttemptTracer
 
 log = logging.getLogger("tickwork.worker")
 
@@ -86,10 +87,12 @@ class WorkerPool:
         on_claimed: Callable[[str, int], None] | None = None,
         source: ClaimSource | None = None,
         run_log: RunLog | None = None,
+        tracer: AttemptTracer | None = None,
     ) -> None:
         """``source``: where claims come from (default: the store, ``SqlClaimSource``).
         ``on_claimed``: told the queue and count of each batch claimed (metrics).
-        ``run_log``: logs failures as they happen and a summary a minute (default: one)."""
+        ``run_log``: logs failures as they happen and a summary a minute (default: one).
+        ``tracer``: a span per attempt (tickwork.worker.otel), or None: no tracing."""
         if heartbeat_seconds >= lease_seconds:
             raise ValueError(f"heartbeat_seconds ({heartbeat_seconds}) must be less than "
                              f"lease_seconds ({lease_seconds})")
@@ -105,6 +108,7 @@ class WorkerPool:
         self.on_finished = on_finished
         self.on_claimed = on_claimed
         self.run_log = run_log or RunLog()
+        self.tracer = tracer
         self.queues = {name: _Queue(name, concurrency) for name, concurrency in queues}
         self.completer = Completer(store=store, clock=clock)
         self.source: ClaimSource = source or SqlClaimSource(
@@ -245,15 +249,19 @@ class WorkerPool:
         occ, job = claim.occurrence, claim.job
         started = self.clock.now()
         timeout = job.spec.timeout_seconds
+        span = None if self.tracer is None else self.tracer.start(claim)
         ctx = ExecutionContext(
             job_id=job.id, job_name=job.spec.name, kind=job.spec.kind, payload=job.spec.payload,
             scheduled_at=occ.scheduled_at, attempt=occ.attempt,
             max_attempts=job.spec.retry.max_attempts, idempotency_key=occ.idempotency_key,
             deadline=started + timedelta(seconds=timeout), timeout_seconds=timeout,
+            trace_headers={} if span is None else span.headers,
         )
         try:
             result = await self._run_with_timeout(ctx)
         except asyncio.CancelledError:
+            if span is not None:
+                span.end(None, None)
             q.running.pop(claim.key, None)
             if not running.lost:
                 raise
@@ -262,8 +270,12 @@ class WorkerPool:
         q.running.pop(claim.key, None)
         q.wake.set()  # a slot is free
         if running.lost:
+            if span is not None:
+                span.end(None, None)
             return
         completion = decide(claim, result, started_at=started, finished_at=finished, rng=self.rng)
+        if span is not None:
+            span.end(result, completion)
         if self.on_finished is not None:
             self.on_finished(claim, result, completion)
         self.run_log.finished(claim, completion)

@@ -5,6 +5,11 @@ ERROR when it is dead, INFO when it was cancelled. A success is a DEBUG line of 
 ``log_each_run`` is set (``tickwork run --demo`` sets it): at millions of runs a day a line per
 success is noise, and formatting it was a tenth of a worker's CPU in a burst. Instead, once a
 minute while attempts finish, one INFO line counts them by result.
+
+Each attempt's line carries structured fields (``extra``): ``job``, ``job_id``,
+``occurrence_key`` (the idempotency key), ``attempt``, ``queue``, ``kind``, ``state`` and
+``outcome``; the JSON log format emits them as keys (tickwork.logs), the text one leaves them
+out. They are built only when the line is logged.
 """
 
 from __future__ import annotations
@@ -52,7 +57,8 @@ class RunLog:
         if level == logging.DEBUG and self.each:
             level = logging.INFO
         if runs_log.isEnabledFor(level):
-            runs_log.log(level, "%s", describe(claim, completion))
+            runs_log.log(level, "%s", describe(claim, completion),
+                         extra=fields(claim, completion))
 
     def summarize(self) -> None:
         """Log the counts since the last summary (nothing when nothing finished), and reset."""
@@ -68,6 +74,15 @@ class RunLog:
         if self._timer is not None:
             self._timer.cancel()
         self.summarize()
+
+
+def fields(claim: Claim, completion: Completion) -> dict[str, object]:
+    """The structured fields of an attempt's log line."""
+    occ = claim.occurrence
+    return {"job": claim.job.spec.name, "job_id": occ.job_id,
+            "occurrence_key": occ.idempotency_key, "attempt": occ.attempt, "queue": occ.queue,
+            "kind": claim.job.spec.kind, "state": completion.state.value,
+            "outcome": completion.outcome.value}
 
 
 def describe(claim: Claim, completion: Completion) -> str:

@@ -4,6 +4,10 @@
 "use strict";
 
 const TZ = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+// Where the app is mounted: the page is <root>/dashboard/, so the API is <root>/api/v1/. Paths
+// below are written from the root ("/api/v1/jobs") and fetched relative to it, so the dashboard
+// works at / and under a prefix (an app mounted at /scheduler in a larger one).
+const ROOT = new URL("..", location.href).pathname;
 const view = document.getElementById("view");
 let timers = [];
 
@@ -45,7 +49,7 @@ async function api(method, path, body) {
   const headers = { Accept: "application/json" };
   if (method !== "GET") headers["X-CSRF-Token"] = cookie("tw_csrf");
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const response = await fetch(path, {
+  const response = await fetch(ROOT + path.replace(/^\//, ""), {
     method, headers, credentials: "same-origin",
     body: body === undefined ? undefined : JSON.stringify(body),
   });
@@ -71,11 +75,24 @@ function ago(iso) {
   return s >= 0 ? `${text} ago` : `in ${text}`;
 }
 const badge = (text) => el("span", { class: `badge ${text}`, text });
+// 3600 -> "1h", 90 -> "1m30s", 86400 + 7200 -> "1d2h", 1.5 -> "1.5s"
+function duration(seconds) {
+  let rest = Number(seconds);
+  if (!Number.isFinite(rest)) return String(seconds);
+  if (rest === 0) return "0s";
+  let text = "";
+  for (const [size, unit] of [[86400, "d"], [3600, "h"], [60, "m"]]) {
+    const n = Math.floor(rest / size);
+    if (n) { text += `${n}${unit}`; rest -= n * size; }
+  }
+  rest = Math.round(rest * 1e6) / 1e6;
+  return rest ? `${text}${rest}s` : text;
+}
 function scheduleText(s) {
   const zone = s.timezone && s.timezone !== "UTC" ? ` (${s.timezone})` : "";
   const cals = [s.exclude?.length ? `, except ${s.exclude.join(", ")}` : "", s.only?.length ? `, only ${s.only.join(", ")}` : ""].join("");
   if (s.cron) return `cron ${s.cron}${zone}${cals}`;
-  if (s.every !== undefined) return `every ${s.every}s${cals}`;
+  if (s.every !== undefined) return `every ${duration(s.every)}${s.offset ? ` (offset ${duration(s.offset)})` : ""}${cals}`;
   if (s.at) return `once at ${fmt(s.at)}${cals}`;
   if (s.weekly || s.monthly) return `${s.weekly ? "weekly" : "monthly"} ${JSON.stringify(s.weekly || s.monthly)}${zone}${cals}`;
   return "";
@@ -84,6 +101,11 @@ function scheduleText(s) {
 function fireItem(f) {
   if (!f.excluded_by) return el("li", { text: fmt(f.at) });
   return el("li", { class: "excluded", title: f.reason }, el("s", { text: fmt(f.at) }), el("span", { class: "muted", text: ` ${f.reason}` }));
+}
+// A paused job has no next run, whatever its stored next_run_at says.
+function nextRunText(paused, next) {
+  if (paused) return "paused";
+  return next ? `${fmt(next)} (${ago(next)})` : "—";
 }
 function notice(text, ok) { return el("div", { class: ok ? "notice ok" : "notice", role: "status", text }); }
 function every(ms, fn) { timers.push(setInterval(fn, ms)); }
@@ -178,19 +200,6 @@ async function overview() {
   every(5000, () => refresh().catch(() => {}));
 }
 
-// -- runs by state ----------------------------------------------------------------------------
-
-async function runsByState(state) {
-  const rows = el("tbody");
-  render(el("h1", {}, "Runs ", badge(state)), el("div", { class: "card" }, el("table", {},
-    el("thead", {}, el("tr", {}, ["Job", "Scheduled", "Attempt", "Trigger", "Last error"].map((t) => el("th", { text: t })))), rows)));
-  const page = await api("GET", `/api/v1/runs?state=${enc(state)}&limit=100`);
-  rows.replaceChildren(...page.items.map((r) => el("tr", { class: "clickable", onclick: () => { location.hash = `#/jobs/${enc(r.job_id)}`; } },
-    el("td", { text: r.job_name || r.job_id }), el("td", { text: fmt(r.scheduled_at) }), el("td", { text: `${r.attempt}/${r.max_attempts}` }),
-    el("td", { text: r.trigger }), el("td", { class: "muted", text: r.last_error || "" }))));
-  if (!page.items.length) rows.append(el("tr", {}, el("td", { colspan: 5, class: "muted", text: "None." })));
-}
-
 // -- jobs list --------------------------------------------------------------------------------
 
 async function jobsList() {
@@ -212,7 +221,7 @@ async function jobsList() {
     const items = page.items.map((j) => el("tr", { class: "clickable", onclick: () => { location.hash = `#/jobs/${enc(j.id)}`; } },
       el("td", {}, el("a", { href: `#/jobs/${enc(j.id)}`, text: j.name })), el("td", { text: j.kind }),
       el("td", { text: scheduleText(j.schedule) }), el("td", { text: j.queue }),
-      el("td", { title: j.next_run_at || "", text: j.next_run_at ? `${fmt(j.next_run_at)} (${ago(j.next_run_at)})` : "—" }),
+      el("td", { class: "next-run", title: j.paused ? "" : j.next_run_at || "", text: nextRunText(j.paused, j.next_run_at) }),
       el("td", {}, badge(j.paused ? "paused" : "active")), el("td", { class: "muted", text: j.tags.join(", ") })));
     if (append) rows.append(...items); else rows.replaceChildren(...items);
     if (!rows.children.length) rows.append(el("tr", {}, el("td", { colspan: 7, class: "muted", text: "No jobs match." })));
@@ -267,23 +276,26 @@ async function jobPage(ref) {
       el("div", { class: "card" }, el("h2", { text: `Next fire times (${TZ})` }), description, times)),
     el("div", { class: "card" }, el("h2", { text: "Run history" }), el("table", {},
       el("thead", {}, el("tr", {}, ["Scheduled", "State", "Attempt", "Trigger", "Worker", "Finished", "Last error"].map((t) => el("th", { text: t })))), rows)));
+  view.append(await jobAlertsCard(job));
   const preview = await api("GET", `/api/v1/jobs/${enc(job.id)}/preview?count=5`);
   description.textContent = preview.description;
-  times.replaceChildren(...(preview.fires || preview.times.map((at) => ({ at }))).map(fireItem));
-  if (!preview.times.length) times.append(el("li", { class: "muted", text: "No more fire times." }));
+  if (job.paused) times.replaceChildren(el("li", { class: "muted", text: "Paused: nothing fires until it is resumed." }));
+  else times.replaceChildren(...(preview.fires || preview.times.map((at) => ({ at }))).map(fireItem));
+  if (!times.children.length) times.append(el("li", { class: "muted", text: "No more fire times." }));
   const open = new Set();
   async function refresh() {
     const [st, runs] = await Promise.all([api("GET", `/api/v1/jobs/${enc(job.id)}/status`), api("GET", `/api/v1/runs?job=${enc(job.id)}&limit=25`)]);
     const pct = st.success_rate === null ? "—" : `${Math.round(st.success_rate * 100)}% of the last ${st.finished}`;
     const secs = (v) => (v === null ? "—" : `${v.toFixed(3)}s`);
     status.replaceChildren(...[["Last run", st.last_run ? `${fmt(st.last_run.scheduled_at)} — ${st.last_run.state}` : "never"],
-      ["Next run", st.next_run_at ? `${fmt(st.next_run_at)} (${ago(st.next_run_at)})` : "—"], ["Success rate", pct],
+      ["Next run", nextRunText(job.paused, st.next_run_at)], ["Success rate", pct],
       ["Start lateness", `avg ${secs(st.lateness_avg_seconds)}, p95 ${secs(st.lateness_p95_seconds)}`],
       ["Waiting / running", `${st.waiting} / ${st.running}`]].map(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })]).flat());
     rows.replaceChildren(...runs.items.flatMap((r) => {
       const key = r.scheduled_at;
       const row = el("tr", { class: "clickable run", "data-state": r.state, onclick: () => { if (open.has(key)) open.delete(key); else open.add(key); refresh(); } },
-        el("td", { text: fmt(r.scheduled_at) }), el("td", {}, badge(r.state)), el("td", { text: `${r.attempt}/${r.max_attempts}` }),
+        el("td", {}, el("a", { href: runHref(job.id, r.scheduled_at), onclick: (e) => e.stopPropagation(), text: fmt(r.scheduled_at) })),
+        el("td", {}, badge(r.state)), el("td", { text: `${r.attempt}/${r.max_attempts}` }),
         el("td", { text: r.trigger }), el("td", { text: r.worker || "" }), el("td", { text: r.finished_at ? fmt(r.finished_at) : "" }),
         el("td", { class: "muted", text: r.last_error || "" }));
       if (!open.has(key)) return [row];
@@ -330,13 +342,13 @@ async function jobForm(ref) {
   f.payload.value = JSON.stringify(job?.payload || PAYLOADS.http, null, 2);
   const whenInput = {
     cron: input("cron", { value: s.cron || "*/5 * * * *", placeholder: "*/5 * * * *" }),
-    every: input("every", { value: s.every ?? "10s", placeholder: "10s, 15m, 1h" }),
+    every: input("every", { value: s.every !== undefined ? duration(s.every) : "10s", placeholder: "10s, 15m, 1h30m" }),
     at: input("at", { type: "datetime-local", step: 1, value: localAt }),
   };
   input("timezone", { value: s.timezone || TZ, list: "zones" });
   const zones = el("datalist", { id: "zones" }, [...new Set([TZ, "UTC", ...(Intl.supportedValuesOf ? Intl.supportedValuesOf("timeZone") : [])])].map((z) => el("option", { value: z })));
   const fields = {
-    cron: field("cron", "Cron (5 fields, or 6 with seconds first)", whenInput.cron),
+    cron: field("cron", "Cron (5 fields, 6 with seconds first, 7 with a year last)", whenInput.cron),
     every: field("every", "Every", whenInput.every),
     at: field("at", `At (your time zone: ${TZ})`, whenInput.at),
     timezone: field("timezone", "Time zone", f.timezone),
@@ -452,10 +464,12 @@ async function route() {
     else if (parts[0] === "jobs" && parts.length === 1) await jobsList();
     else if (parts[0] === "new") await jobForm(null);
     else if (parts[0] === "jobs" && parts[2] === "edit") await jobForm(parts[1]);
+    else if (parts[0] === "jobs" && parts[2] === "runs") await runPage(parts[1], parts[3]);
     else if (parts[0] === "jobs") await jobPage(parts[1]);
-    else if (parts[0] === "runs") await runsByState(parts[1]);
+    else if (parts[0] === "runs") await runsPage(parts[1]);
     else if (parts[0] === "calendars" && parts.length === 1) await calendarsPage();
     else if (parts[0] === "calendars") await calendarPage(parts[1]);
+    else if (parts[0].startsWith("alerts")) await alertsPage();
     else render(el("h1", { text: "Not found" }));
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return;

@@ -159,6 +159,9 @@ class OccurrenceMethods:
         if p.job_id is not None:
             where.append(sql.SQL("job_id = %s"))
             args.append(p.job_id)
+        if p.queue is not None:
+            where.append(sql.SQL("queue = %s"))
+            args.append(p.queue)
         if p.states:
             where.append(sql.SQL("state = ANY(%s::text[])"))
             args.append([s.value for s in p.states])

@@ -17,6 +17,7 @@ from psycopg import sql
 
 from tickwork.drivers import base as b
 from tickwork.drivers.codec import new_job_ids, spec_to_json, specs_to_json
+from tickwork.drivers.postgres.alerts import AlertMethods
 from tickwork.drivers.postgres.calendars import CalendarMethods
 from tickwork.drivers.postgres.claims import KeyClaimMethods
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from tickwork.drivers.postgres.admin import PostgresAdmin
 
 
-class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods,
+class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMethods,
                     ShardLeaseMethods, CalendarMethods):
     """``PostgresStore("postgresql://user@host/db")``; call ``migrate()`` once before use.
 

@@ -158,6 +158,9 @@ class SqliteOccurrenceMethods:
         if p.job_id is not None:
             where.append("job_id = ?")
             args.append(p.job_id)
+        if p.queue is not None:
+            where.append("queue = ?")
+            args.append(p.queue)
         if p.states:
             where.append(f"state IN ({','.join('?' * len(p.states))})")
             args.extend(s.value for s in p.states)

@@ -20,6 +20,7 @@ from tickwork.drivers import base as b
 from tickwork.drivers.codec import new_job_ids, spec_to_json, specs_to_json
 from tickwork.drivers.rows import SpecCache
 from tickwork.drivers.sqlfiles import load_migrations, load_queries, split_statements
+from tickwork.drivers.sqlite.alerts import SqliteAlertMethods
 from tickwork.drivers.sqlite.calendars import SqliteCalendarMethods
 from tickwork.drivers.sqlite.claims import SqliteKeyMethods
 from tickwork.drivers.sqlite.connection import Connection, path_from_url, write_transaction
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
     from tickwork.drivers.sqlite.admin import SqliteAdmin
 
 
-class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMethods):
+class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMethods,
+                  SqliteAlertMethods):
     """``SqliteStore("sqlite:///tickwork.db")``; call ``migrate()`` once before use."""
 
     def __init__(self, url: str) -> None:

@@ -173,6 +173,15 @@ class OccurrenceConformance:
             assert len(await store.occurrence_list(OccurrenceListParams(limit=4))) == 4
             assert await store.occurrence_list(OccurrenceListParams(job_id="nope")) == []
 
+        async def test_occurrence_list_filters_by_queue(self, store: Store) -> None:
+            mail = await add_job(store, "mail", queue="mail")
+            other = await add_job(store, "other")
+            await add_occurrences(store, mail, NOW, NOW + seconds(10))
+            await add_occurrences(store, other, NOW)
+            found = await store.occurrence_list(OccurrenceListParams(queue="mail"))
+            assert [(o.job_id, o.queue) for o in found] == [(mail.id, "mail")] * 2
+            assert await store.occurrence_list(OccurrenceListParams(queue="none")) == []
+
     class TestOccurrenceNextDue:
         async def test_occurrence_next_due_earliest_waiting(self, store: Store) -> None:
             assert await store.occurrence_next_due("default", NOW) is None
