@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import re
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
 from tickwork import registry
-from tickwork.cli.main import build_parser
+from tickwork.cli.main import cli
 from tickwork.document import parse_job_document
 from tickwork.executors import AVAILABLE_KINDS
 from tickwork.executors.outbound import MAX_REDIRECTS
@@ -109,8 +109,8 @@ def test_every_command_the_docs_give_redis_takes_it() -> None:
         found |= set(re.findall(r"`tickwork ((?:[a-z]+ )+)--redis", path.read_text("utf-8")))
     assert {"api ", "jobs trigger ", "run "} <= found
     for words in found:
-        parser = build_parser()
+        command: click.Command = cli
         for word in words.split():
-            [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-            parser = commands.choices[word]
-        assert "--redis" in parser._option_string_actions, words
+            assert isinstance(command, click.Group), words
+            command = command.commands[word]
+        assert any("--redis" in p.opts for p in command.params), words

@@ -2,75 +2,66 @@
 
 from __future__ import annotations
 
-import argparse
-import logging
+import click
 
-from tickwork.cli.common import (
-    add_redis_option,
-    add_store_options,
-    open_client,
-    settings_from,
+from tickwork.cli.common import settings_from
+from tickwork.cli.options import (
+    REDIS_HELP,
+    Group,
+    Target,
+    examples,
+    json_flag,
+    logging_options,
+    store_options,
 )
 from tickwork.cli.output import print_json, print_table
+from tickwork.cli.service import serve_options
 from tickwork.document.render import when
-from tickwork.drivers.admin import TokenRevokeParams
-
-log = logging.getLogger("tickwork.cli")
 
 
-def add_serve_options(parser: argparse.ArgumentParser) -> None:
-    """--host, --port and --open: shared by ``tickwork run`` and ``tickwork api``."""
-    parser.add_argument("--host", metavar="ADDRESS",
-                        help="listen on this address (default 127.0.0.1)")
-    parser.add_argument("--port", metavar="PORT", help="listen on this port (default 8000)")
-    parser.add_argument("--open", dest="open_access", action="store_true", default=None,
-                        help="no token needed (admin rights for anyone who can connect); "
-                        "only with a loopback --host")
+@click.command("api", epilog=examples(
+    "tickwork api --database postgresql://tickwork@db.internal/tickwork --host 0.0.0.0",
+    "tickwork api --open   # no token needed, loopback only"))
+@serve_options
+@logging_options
+@store_options(redis=REDIS_HELP + ": what it triggers or backfills goes into Redis' due set "
+               "at once")
+async def api(target: Target, host: str | None, port: str | None,
+              open_access: bool | None) -> int:
+    """Serve the REST API, the dashboard and /metrics alone.
 
-
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    api = commands.add_parser("api", help="serve the REST API, dashboard and /metrics alone")
-    add_store_options(api)
-    add_redis_option(api)
-    add_serve_options(api)
-    api.add_argument("--log-level", default=None, help="debug, info (default), warning, error")
-    api.set_defaults(handler=run_api)
-
-    tokens = commands.add_parser("tokens", help="API tokens: create, list, revoke")
-    sub = tokens.add_subparsers(dest="tokens_command", required=True, metavar="ACTION")
-    create = sub.add_parser("create", help="create a token (its secret is shown once)")
-    create.add_argument("--name", required=True, help="what the token is for")
-    create.add_argument("--scope", required=True, choices=["read", "write", "admin"],
-                        help="read < write (jobs) < admin (queues, tokens)")
-    add_store_options(create)
-    create.set_defaults(handler=create_token_cmd)
-    listing = sub.add_parser("list", help="list tokens (never their secrets)")
-    listing.add_argument("--json", action="store_true", help="print JSON")
-    add_store_options(listing)
-    listing.set_defaults(handler=list_tokens)
-    revoke = sub.add_parser("revoke", help="revoke a token by id or name")
-    revoke.add_argument("token", help="the token's id or name")
-    add_store_options(revoke)
-    revoke.set_defaults(handler=revoke_token)
-
-
-async def run_api(args: argparse.Namespace) -> int:
+    Every request needs an API token (tickwork tokens create) unless --open.
+    """
     from tickwork.runtime.api import ApiProcess  # noqa: PLC0415  (FastAPI loads only to serve)
 
-    if args.log_level is None:
-        logging.getLogger().setLevel(logging.INFO)
-    settings = settings_from(args, host=args.host, port=args.port,
-                             open_access=args.open_access)
+    settings = settings_from(target, host=host, port=port, open_access=open_access)
     await ApiProcess(settings).run_until_signalled()
     return 0
 
 
-async def create_token_cmd(args: argparse.Namespace) -> int:
-    from tickwork.api.auth import create_token  # noqa: PLC0415
+@click.group(cls=Group, epilog=examples(
+    "tickwork tokens create --name deploy-bot --scope write",
+    "tickwork tokens list",
+    "tickwork tokens revoke deploy-bot"))
+def tokens() -> None:
+    """API tokens: create, list, revoke. Only a token's hash is stored."""
 
-    client = await open_client(args, create=True)
+
+@tokens.command("create", epilog=examples(
+    "tickwork tokens create --name deploy-bot --scope write",
+    "tickwork tokens create --name grafana --scope read"))
+@click.option("--name", required=True, help="what the token is for")
+@click.option("--scope", required=True, type=click.Choice(["read", "write", "admin"]),
+              help="read < write (jobs) < admin (queues, tokens)")
+@store_options()
+async def create_token_cmd(target: Target, name: str, scope: str) -> int:
+    """Create an API token and print it once; only its hash is stored."""
+    from tickwork.api.auth import create_token  # noqa: PLC0415
+    from tickwork.runtime.client import client_for  # noqa: PLC0415  (the store loads to use it)
+
+    client = await client_for(settings_from(target), create=True)
     try:
-        secret, info = await create_token(client, args.name, args.scope)
+        secret, info = await create_token(client, name, scope)
     finally:
         await client.close()
     print(f"created token {info.name!r} ({info.id}, scope {info.scope.value}); "
@@ -79,28 +70,41 @@ async def create_token_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-async def list_tokens(args: argparse.Namespace) -> int:
-    client = await open_client(args)
+@tokens.command("list", epilog=examples("tickwork tokens list", "tickwork tokens list --json"))
+@json_flag()
+@store_options()
+async def list_tokens(target: Target, as_json: bool) -> int:
+    """List tokens: name, scope, when created, last used and revoked (never their secrets)."""
+    from tickwork.runtime.client import client_for  # noqa: PLC0415  (the store loads to use it)
+
+    client = await client_for(settings_from(target), create=False)
     try:
-        tokens = await client.admin.token_list()
+        found = await client.admin.token_list()
     finally:
         await client.close()
-    if args.json:
+    if as_json:
         print_json([{"id": t.id, "name": t.name, "scope": t.scope.value,
                      "created_at": when(t.created_at), "last_used_at": when(t.last_used_at),
-                     "revoked_at": when(t.revoked_at)} for t in tokens])
+                     "revoked_at": when(t.revoked_at)} for t in found])
     else:
         print_table(["ID", "NAME", "SCOPE", "CREATED", "LAST USED", "REVOKED"],
                     [[t.id, t.name, t.scope.value, when(t.created_at), when(t.last_used_at),
-                      when(t.revoked_at)] for t in tokens])
+                      when(t.revoked_at)] for t in found])
     return 0
 
 
-async def revoke_token(args: argparse.Namespace) -> int:
-    client = await open_client(args)
+@tokens.command("revoke", epilog=examples("tickwork tokens revoke deploy-bot"))
+@click.argument("token", metavar="ID_OR_NAME")
+@store_options()
+async def revoke_token(target: Target, token: str) -> int:
+    """Revoke a token by its id or name; requests with it are refused from now on."""
+    from tickwork.drivers.admin import TokenRevokeParams  # noqa: PLC0415
+    from tickwork.runtime.client import client_for  # noqa: PLC0415  (the store loads to use it)
+
+    client = await client_for(settings_from(target), create=False)
     try:
         info = await client.admin.token_revoke(
-            TokenRevokeParams(ref=args.token, now=client.clock.now()))
+            TokenRevokeParams(ref=token, now=client.clock.now()))
     finally:
         await client.close()
     print(f"revoked token {info.name!r} ({info.id})")

@@ -14,142 +14,176 @@ import os
 import sys
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import click
+
+from tickwork.cli.options import Group, examples
 from tickwork.errors import ValidationError
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_DATABASE = "sqlite:"  # a fresh SQLite file in the run's directory
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    bench = commands.add_parser(
-        "bench", help="measure throughput, lateness, lost and duplicated runs on a deployment "
-        "started for the run (see docs/benchmarks.md)")
-    workloads = bench.add_subparsers(dest="workload", required=True, metavar="WORKLOAD")
+@click.group(cls=Group, epilog=examples(
+    "tickwork bench w1 --jobs 20000",
+    "tickwork bench w1 --database postgresql://postgres@127.0.0.1/postgres --workers 2 --json",
+    "tickwork bench w3 --duration 60 --plot w3.svg",
+    "tickwork bench http --requests 5000"))
+def bench() -> None:
+    """Benchmarks: throughput, lateness, lost and duplicated runs.
 
-    w1 = workloads.add_parser("w1", help="burst: N one-off no-op jobs all due at one instant")
-    _common(w1)
-    w1.add_argument("--jobs", type=_positive, default=20_000, help="how many (default 20000)")
-    w1.add_argument("--timeout", type=_positive, default=300,
-                    help="seconds after T to wait for the drain (default 300)")
-    w1.add_argument("--against", metavar="PEER", type=_executable,
-                    help="a peer's W1 script (e.g. ../shared/peers/pgqueuer-w1): run it and "
-                    "tickwork in turn, --rounds times, and print the ratio of the medians")
-    w1.add_argument("--rounds", type=_positive, default=2,
-                    help="with --against: rounds of the peer then tickwork (default 2)")
-    w1.add_argument("--steady", metavar="RATE", type=_positive, default=0,
-                    help="also N one-off jobs a second due evenly from T-1s, whose start "
-                    "lateness is reported apart (the work kept on time while a burst drains)")
-    w1.add_argument("--steady-seconds", type=_positive, default=10,
-                    help="with --steady: how long the steady stream lasts (default 10)")
+    Each workload runs on a deployment started for the run (see docs/benchmarks.md).
 
-    w2 = workloads.add_parser("w2", help="a day in ten minutes: a compressed load profile "
-                              "with spike minutes")
-    _common(w2)
-    w2.add_argument("--preset", choices=("ci", "full"), default="ci",
-                    help="ci: 15 minutes, one spike, ~2.5 min; full: an hour, two spikes, "
-                    "~10 min (default ci); the options below override it")
-    w2.add_argument("--hour", type=int, choices=range(24), metavar="H",
-                    help="the hour of the day whose base load to play (default 9)")
-    w2.add_argument("--start-minute", type=int, metavar="M", help="first minute played")
-    w2.add_argument("--end-minute", type=int, metavar="M", help="the minute the play stops at")
-    w2.add_argument("--heavy-minutes", metavar="LIST", help="spike minutes, e.g. 5,30")
-    w2.add_argument("--spike", metavar="N|LO-HI",
-                    help="jobs in each spike minute (default 15000-20000)")
-    w2.add_argument("--per-day", type=_positive, metavar="N",
-                    help="base load, jobs a day (default 1000000)")
-    w2.add_argument("--compression", type=float, metavar="X",
-                    help="time compression: a minute lasts 60/X seconds (default 6)")
-    w2.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    w2.add_argument("--plot", metavar="FILE.svg", help="write a plot of lateness over time")
-
-    w3 = workloads.add_parser("w3", help="recurring: cron (with seconds) and interval jobs "
-                              "for a while")
-    _common(w3)
-    w3.add_argument("--jobs", type=_positive, default=10_000, help="how many (default 10000)")
-    w3.add_argument("--duration", type=_positive, default=180,
-                    help="seconds measured (default 180)")
-    w3.add_argument("--plot", metavar="FILE.svg", help="write a plot of lateness over time")
-    w3.add_argument("--idle-jobs", type=_non_negative, default=0, metavar="N",
-                    help="N one-off jobs defined alongside the recurring load, created first "
-                    "(bulk path, in batches); see --idle-due (default 0)")
-    w3.add_argument("--idle-due", choices=("later", "window"), default="later",
-                    help="later: due a day after the run, so never planned during it (the "
-                    "processes' memory must not grow with N); window: due spread evenly over "
-                    "the measured window, so the planner plans each (default later)")
-    http = workloads.add_parser(
-        "http", help="the HTTP executor's client against the alternatives: requests/s, CPU "
-        "per request and latency of POSTs to a local server (no deployment)")
-    http.add_argument("--requests", type=_positive, default=20_000,
-                      help="POST requests per client (default 20000)")
-    http.add_argument("--concurrency", type=_positive, default=64,
-                      help="requests in flight at once, over as many kept-alive connections "
-                      "(default 64)")
-    http.add_argument("--clients", default="aiohttp,httpx,executor", metavar="LIST",
-                      help="which to measure, in order (default aiohttp,httpx,executor; "
-                      "executor: tickwork's HttpExecutor end to end)")
-    http.add_argument("--json", action="store_true", help="print the figures as JSON")
-    http.add_argument("--quiet", action="store_true", help="no progress output")
-    http.set_defaults(handler=run_http_bench)
-    bench.set_defaults(handler=run_bench)
+    Exits 0 when nothing was lost, duplicated or started early, 1 otherwise; the figures
+    are printed either way.
+    """
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--database", metavar="URL", default=DEFAULT_DATABASE,
-                   help="sqlite:///NEW-FILE (default: a fresh file in a temporary directory), "
-                   "or postgresql://... of a server: a database tickwork_bench_<random> is "
-                   "created on it for the run and dropped after")
-    p.add_argument("--redis", metavar="URL", help="Redis dispatch: passed to every process")
-    p.add_argument("--schedulers", type=_positive, default=1,
-                   help="tickwork scheduler processes (PostgreSQL; default 1)")
-    p.add_argument("--workers", type=_positive, default=2,
-                   help="tickwork worker processes (PostgreSQL; default 2). SQLite is "
-                   "single-process: one tickwork run does everything")
-    p.add_argument("--concurrency", type=_positive,
-                   help="concurrency of each worker's queue (default: the processes' own "
-                   "default, as a user starts them)")
-    p.add_argument("--process-log-level",
-                   help="the processes' log level (default: their own, as a user starts them)")
-    p.add_argument("--keep", action="store_true",
-                   help="keep the database and the run's directory (record, logs)")
-    p.add_argument("--profile", metavar="DIR", type=_absolute,
-                   help="run each process under a CPU-time sampling profiler, writing "
-                   "DIR/<kind>-<n>.prof (collapsed stacks) and .prof.top")
-    p.add_argument("--json", action="store_true", help="print the figures as JSON")
-    p.add_argument("--quiet", action="store_true", help="no progress output")
+POSITIVE = click.IntRange(min=1)
 
 
-def _executable(text: str) -> Path:
+def _executable(ctx: click.Context, param: click.Parameter, text: str | None) -> Path | None:
+    if text is None:
+        return None
     path = Path(os.path.abspath(text))
     if not (path.is_file() and os.access(path, os.X_OK)):
-        raise argparse.ArgumentTypeError(f"{text} is not an executable file")
+        raise click.BadParameter(f"{text} is not an executable file", ctx, param)
     return path
 
 
-def _absolute(text: str) -> Path:
-    return Path(os.path.abspath(text))
+def _absolute(ctx: click.Context, param: click.Parameter, text: str | None) -> Path | None:
+    return None if text is None else Path(os.path.abspath(text))
 
 
-def _positive(text: str) -> int:
-    value = _whole(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def _common(command: F) -> F:
+    for option in reversed((
+        click.option("--database", metavar="URL", default=DEFAULT_DATABASE,
+                     help="sqlite:///NEW-FILE (default: a fresh file in a temporary "
+                     "directory), or postgresql://... of a server: a database "
+                     "tickwork_bench_<random> is created on it for the run and dropped after"),
+        click.option("--redis", metavar="URL", help="Redis dispatch: passed to every process"),
+        click.option("--schedulers", type=POSITIVE, default=1, show_default=True,
+                     help="tickwork scheduler processes (PostgreSQL)"),
+        click.option("--workers", type=POSITIVE, default=2, show_default=True,
+                     help="tickwork worker processes (PostgreSQL). SQLite is single-process: "
+                     "one tickwork run does everything"),
+        click.option("--concurrency", type=POSITIVE,
+                     help="concurrency of each worker's queue (default: the processes' own "
+                     "default, as a user starts them)"),
+        click.option("--process-log-level", metavar="LEVEL",
+                     help="the processes' log level (default: their own, as a user starts "
+                     "them)"),
+        click.option("--keep", is_flag=True,
+                     help="keep the database and the run's directory (record, logs)"),
+        click.option("--profile", metavar="DIR", callback=_absolute,
+                     help="run each process under a CPU-time sampling profiler, writing "
+                     "DIR/<kind>-<n>.prof (collapsed stacks) and .prof.top"),
+        click.option("--json", "json", is_flag=True, help="print the figures as JSON"),
+        click.option("--quiet", is_flag=True, help="no progress output"),
+    )):
+        command = option(command)
+    return command
 
 
-def _non_negative(text: str) -> int:
-    value = _whole(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
+@bench.command("w1", epilog=examples(
+    "tickwork bench w1",
+    "tickwork bench w1 --jobs 100000 --database postgresql://postgres@127.0.0.1/postgres",
+    "tickwork bench w1 --against ../shared/peers/pgqueuer-w1 --rounds 3",
+    "tickwork bench w1 --jobs 20000 --steady 200"))
+@_common
+@click.option("--jobs", type=POSITIVE, default=20_000, show_default=True, help="how many jobs")
+@click.option("--timeout", type=POSITIVE, default=300, show_default=True,
+              help="seconds after T to wait for the drain")
+@click.option("--against", metavar="PEER", callback=_executable,
+              help="a peer's W1 script (e.g. ../shared/peers/pgqueuer-w1): run it and "
+              "tickwork in turn, --rounds times, and print the ratio of the medians")
+@click.option("--rounds", type=POSITIVE, default=2, show_default=True,
+              help="with --against: rounds of the peer then tickwork")
+@click.option("--steady", metavar="RATE", type=POSITIVE,
+              help="also RATE one-off jobs a second due evenly from T-1s, whose start "
+              "lateness is reported apart (the work kept on time while a burst drains)")
+@click.option("--steady-seconds", type=POSITIVE, default=10, show_default=True,
+              help="with --steady: how long the steady stream lasts")
+async def w1(**params: Any) -> int:
+    """Burst: N one-off no-op jobs all due at one instant; creation rate, drain time and
+    lateness."""
+    return await run_bench(_namespace("w1", params))
 
 
-def _whole(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+@bench.command("w2", epilog=examples(
+    "tickwork bench w2",
+    "tickwork bench w2 --preset full --plot w2.svg",
+    "tickwork bench w2 --heavy-minutes 5,30 --spike 15000-20000"))
+@_common
+@click.option("--preset", type=click.Choice(["ci", "full"]), default="ci", show_default=True,
+              help="ci: 15 minutes, one spike, ~2.5 min; full: an hour, two spikes, ~10 min; "
+              "the options below override it")
+@click.option("--hour", type=click.IntRange(0, 23), metavar="H",
+              help="the hour of the day whose base load to play (default 9)")
+@click.option("--start-minute", type=int, metavar="M", help="first minute played")
+@click.option("--end-minute", type=int, metavar="M", help="the minute the play stops at")
+@click.option("--heavy-minutes", metavar="LIST", help="spike minutes, e.g. 5,30")
+@click.option("--spike", metavar="N|LO-HI",
+              help="jobs in each spike minute (default 15000-20000)")
+@click.option("--per-day", type=POSITIVE, metavar="N",
+              help="base load, jobs a day (default 1000000)")
+@click.option("--compression", type=float, metavar="X",
+              help="time compression: a minute lasts 60/X seconds (default 6)")
+@click.option("--seed", type=int, default=1, show_default=True, help="random seed")
+@click.option("--plot", metavar="FILE.svg", help="write a plot of lateness over time")
+async def w2(**params: Any) -> int:
+    """A day in ten minutes: a compressed load profile with spike minutes."""
+    return await run_bench(_namespace("w2", params))
+
+
+@bench.command("w3", epilog=examples(
+    "tickwork bench w3",
+    "tickwork bench w3 --jobs 10000 --duration 300 --plot w3.svg",
+    "tickwork bench w3 --idle-jobs 100000 --idle-due later"))
+@_common
+@click.option("--jobs", type=POSITIVE, default=10_000, show_default=True, help="how many jobs")
+@click.option("--duration", type=POSITIVE, default=180, show_default=True,
+              help="seconds measured")
+@click.option("--plot", metavar="FILE.svg", help="write a plot of lateness over time")
+@click.option("--idle-jobs", type=click.IntRange(min=0), default=0, show_default=True,
+              metavar="N", help="N one-off jobs defined alongside the recurring load, created "
+              "first (bulk path, in batches); see --idle-due")
+@click.option("--idle-due", type=click.Choice(["later", "window"]), default="later",
+              show_default=True,
+              help="later: due a day after the run, so never planned during it (the "
+              "processes' memory must not grow with N); window: due spread evenly over the "
+              "measured window, so the planner plans each")
+async def w3(**params: Any) -> int:
+    """Recurring: cron (with seconds) and interval jobs for a while; per-tick lateness,
+    missed and duplicated ticks."""
+    return await run_bench(_namespace("w3", params))
+
+
+@bench.command("http", epilog=examples(
+    "tickwork bench http",
+    "tickwork bench http --requests 5000 --concurrency 32 --clients aiohttp,executor --json"))
+@click.option("--requests", type=POSITIVE, default=20_000, show_default=True,
+              help="POST requests per client")
+@click.option("--concurrency", type=POSITIVE, default=64, show_default=True,
+              help="requests in flight at once, over as many kept-alive connections")
+@click.option("--clients", default="aiohttp,httpx,executor", show_default=True,
+              metavar="LIST", help="which to measure, in order (executor: tickwork's "
+              "HttpExecutor end to end)")
+@click.option("--json", "json", is_flag=True, help="print the figures as JSON")
+@click.option("--quiet", is_flag=True, help="no progress output")
+async def http(**params: Any) -> int:
+    """The HTTP executor's client against the alternatives: requests/s, CPU per request
+    and latency of POSTs to a local server (no deployment)."""
+    return await run_http_bench(_namespace("http", params))
+
+
+def _namespace(workload: str, params: dict[str, Any]) -> argparse.Namespace:
+    """The options as the workloads read them (``args.jobs``, ...)."""
+    return argparse.Namespace(workload=workload, **params)
 
 
 async def run_bench(args: argparse.Namespace) -> int:
@@ -216,10 +250,10 @@ async def _workload(args: argparse.Namespace, bench: Any) -> dict[str, Any]:
     if args.workload == "w1":
         from tickwork.bench.w1 import run_w1  # noqa: PLC0415
 
-        steady = int(args.steady * args.steady_seconds)
-        bench.progress.total = args.jobs + steady
+        rate = args.steady or 0  # no --steady: no steady stream
+        bench.progress.total = args.jobs + int(rate * args.steady_seconds)
         return await run_w1(bench, jobs=args.jobs, drain_timeout=args.timeout,
-                            steady_rate=args.steady, steady_seconds=args.steady_seconds)
+                            steady_rate=rate, steady_seconds=args.steady_seconds)
     if args.workload == "w2":
         from tickwork.bench.w2 import profile_from_args, run_w2  # noqa: PLC0415
 

@@ -8,86 +8,81 @@ replaces the whole definition and re-plans the jobs that name the calendar.
 
 from __future__ import annotations
 
-import argparse
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from tickwork.cli.common import add_store_options, open_client, read_documents
+import click
+
+from tickwork.cli.common import open_client, read_documents
+from tickwork.cli.options import Group, Target, examples, json_flag, store_options
 from tickwork.cli.output import print_json, print_table
 from tickwork.client.calendars import CalendarChange
 from tickwork.document.render import calendar_json
 from tickwork.errors import ValidationError
 from tickwork.schedules.calendars import NAME
 
-
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    calendars = commands.add_parser("calendars", help="named calendars schedules exclude or "
-                                    "are restricted to")
-    sub = calendars.add_subparsers(dest="calendars_command", required=True, metavar="ACTION")
-
-    listing = sub.add_parser("list", help="list calendars")
-    listing.add_argument("--json", action="store_true", help="print JSON")
-    listing.set_defaults(handler=list_calendars)
-
-    show = sub.add_parser("show", help="show a calendar and the jobs that name it")
-    show.add_argument("name")
-    show.add_argument("--json", action="store_true", help="print JSON")
-    show.set_defaults(handler=show_calendar)
-
-    for action, handler, text in (
-        ("create", create_calendar, "create a calendar"),
-        ("update", update_calendar, "replace a calendar's definition (its jobs are re-planned)"),
-    ):
-        parser = sub.add_parser(action, help=text)
-        parser.add_argument("name")
-        parser.add_argument("--json", metavar="FILE", dest="source",
-                            help="a calendar document (a file, or - for standard input)")
-        parser.add_argument("--description")
-        parser.add_argument("--date", action="append", default=[], metavar="YYYY-MM-DD")
-        parser.add_argument("--range", action="append", default=[], metavar="FROM..TO",
-                            help="dates from FROM to TO, both included")
-        parser.add_argument("--yearly", action="append", default=[], metavar="MM-DD",
-                            help="this day every year")
-        parser.add_argument("--weekly", action="append", default=[], metavar="WINDOW",
-                            help="'Sat-Sun', 'Sun' or 'Fri 18:00 - Mon 06:00'")
-        parser.set_defaults(handler=handler)
-
-    imp = sub.add_parser("import", help="create a calendar from an iCalendar (.ics) file")
-    imp.add_argument("file", metavar="FILE.ics")
-    imp.add_argument("--name", help="the calendar's name (default: the file's name)")
-    imp.add_argument("--description")
-    imp.add_argument("--replace", action="store_true",
-                     help="replace the calendar of that name if there is one")
-    imp.set_defaults(handler=import_calendar)
-
-    delete = sub.add_parser("delete", help="delete a calendar no job names")
-    delete.add_argument("name")
-    delete.set_defaults(handler=delete_calendar)
-
-    for parser in sub.choices.values():
-        add_store_options(parser)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _document(args: argparse.Namespace) -> dict[str, Any]:
+@click.group(cls=Group, epilog=examples(
+    "tickwork calendars import holidays.ics --name holidays",
+    "tickwork calendars create weekend --weekly Sat-Sun",
+    "tickwork calendars show holidays"))
+def calendars() -> None:
+    """Named calendars that schedules exclude or are restricted to.
+
+    A schedule names them with "exclude": ["holidays"] or "only": [...]; see
+    docs/schedules.md. Every command works on a database (--database) or, with --api and a
+    token, through the REST API.
+    """
+
+
+NAME_ARG = click.argument("name", metavar="NAME")
+
+
+def definition_options(command: F) -> F:
+    """The options of ``create`` and ``update``: a document and the flags that add to it."""
+    for option in reversed((
+        click.option("--json", "source", metavar="FILE",
+                     help="a calendar document (a file, or - for standard input)"),
+        click.option("--description", metavar="TEXT", help="what the calendar is for"),
+        click.option("--date", "dates", multiple=True, metavar="YYYY-MM-DD",
+                     help="this date (repeatable)"),
+        click.option("--range", "ranges", multiple=True, metavar="FROM..TO",
+                     help="dates from FROM to TO, both included (repeatable)"),
+        click.option("--yearly", multiple=True, metavar="MM-DD",
+                     help="this day every year (repeatable)"),
+        click.option("--weekly", multiple=True, metavar="WINDOW",
+                     help="'Sat-Sun', 'Sun' or 'Fri 18:00 - Mon 06:00' (repeatable)"),
+    )):
+        command = option(command)
+    return command
+
+
+def _document(name: str, *, source: str | None, description: str | None, dates: Sequence[str],
+              ranges: Sequence[str], yearly: Sequence[str],
+              weekly: Sequence[str]) -> dict[str, Any]:
     doc: dict[str, Any] = {}
-    if args.source:
-        docs = read_documents(args.source)
+    if source:
+        docs = read_documents(source)
         if len(docs) != 1 or not isinstance(docs[0], dict):
             raise ValidationError("--json", "expected one calendar document (a JSON object)")
         doc = dict(docs[0])
-    doc.setdefault("name", args.name)
-    if args.description is not None:
-        doc["description"] = args.description
-    dates = list(doc.get("dates", [])) if isinstance(doc.get("dates", []), list) else []
-    dates += args.date
-    for text in args.range:
+    doc.setdefault("name", name)
+    if description is not None:
+        doc["description"] = description
+    days: list[Any] = list(doc.get("dates", [])) if isinstance(doc.get("dates", []),
+                                                                list) else []
+    days += dates
+    for text in ranges:
         first, sep, last = text.partition("..")
         if not sep:
             raise ValidationError("--range", f"expected FROM..TO, such as "
                                   f"2030-08-01..2030-08-15 (got {text!r})")
-        dates.append({"from": first, "to": last})
-    for key, extra in (("dates", dates), ("yearly", args.yearly), ("weekly", args.weekly)):
+        days.append({"from": first, "to": last})
+    for key, extra in (("dates", days), ("yearly", list(yearly)), ("weekly", list(weekly))):
         if key == "dates" or extra:
             current = doc.get(key, [])
             doc[key] = extra if key == "dates" else [
@@ -103,13 +98,18 @@ def _describe(change: CalendarChange, verb: str) -> str:
     return text
 
 
-async def list_calendars(args: argparse.Namespace) -> int:
-    client = await open_client(args)
+@calendars.command("list", epilog=examples("tickwork calendars list",
+                                           "tickwork calendars list --json"))
+@json_flag()
+@store_options(api=True)
+async def list_calendars(target: Target, as_json: bool) -> int:
+    """List calendars: how many dates and yearly dates, weekly windows, version."""
+    client = await open_client(target)
     try:
         found = await client.list_calendars()
     finally:
         await client.close()
-    if args.json:
+    if as_json:
         print_json([calendar_json(c) for c in found])
         return 0
     print_table(["NAME", "DATES", "YEARLY", "WEEKLY", "VERSION", "DESCRIPTION"], [
@@ -119,15 +119,21 @@ async def list_calendars(args: argparse.Namespace) -> int:
     return 0
 
 
-async def show_calendar(args: argparse.Namespace) -> int:
-    client = await open_client(args)
+@calendars.command("show", epilog=examples("tickwork calendars show holidays",
+                                           "tickwork calendars show holidays --json"))
+@NAME_ARG
+@json_flag()
+@store_options(api=True)
+async def show_calendar(target: Target, name: str, as_json: bool) -> int:
+    """Show a calendar's days and windows and the jobs that name it."""
+    client = await open_client(target)
     try:
-        calendar = await client.get_calendar(args.name)
-        jobs = sorted(j.spec.name for j in await client.calendar_jobs(args.name))
+        calendar = await client.get_calendar(name)
+        jobs = sorted(j.spec.name for j in await client.calendar_jobs(name))
     finally:
         await client.close()
     body = {**calendar_json(calendar), "jobs": jobs}
-    if args.json:
+    if as_json:
         print_json(body)
         return 0
     rows: list[tuple[str, object]] = [("name", calendar.name),
@@ -146,9 +152,17 @@ async def show_calendar(args: argparse.Namespace) -> int:
     return 0
 
 
-async def create_calendar(args: argparse.Namespace) -> int:
-    doc = _document(args)
-    client = await open_client(args, create=True)
+@calendars.command("create", epilog=examples(
+    "tickwork calendars create weekend --weekly Sat-Sun",
+    "tickwork calendars create shutdown --range 2030-12-24..2031-01-01 --yearly 05-01",
+    "tickwork calendars create holidays --json holidays.json"))
+@NAME_ARG
+@definition_options
+@store_options(api=True)
+async def create_calendar(target: Target, name: str, **definition: Any) -> int:
+    """Create calendar NAME from a calendar document and the flags, which add to it."""
+    doc = _document(name, **definition)
+    client = await open_client(target, create=True)
     try:
         calendar = await client.create_calendar(doc)
     finally:
@@ -157,11 +171,21 @@ async def create_calendar(args: argparse.Namespace) -> int:
     return 0
 
 
-async def update_calendar(args: argparse.Namespace) -> int:
-    doc = _document(args)
-    client = await open_client(args)
+@calendars.command("update", epilog=examples(
+    "tickwork calendars update weekend --weekly Sat-Sun --date 2030-12-24",
+    "tickwork calendars update holidays --json holidays.json"))
+@NAME_ARG
+@definition_options
+@store_options(api=True)
+async def update_calendar(target: Target, name: str, **definition: Any) -> int:
+    """Replace calendar NAME's definition; the jobs that name it are re-planned.
+
+    Their waiting runs now excluded are removed, the newly allowed ones planned.
+    """
+    doc = _document(name, **definition)
+    client = await open_client(target)
     try:
-        change = await client.update_calendar(args.name, doc)
+        change = await client.update_calendar(name, doc)
     finally:
         await client.close()
     print(_describe(change, "updated"))
@@ -177,33 +201,53 @@ def _read_ics(path: Path) -> str:
         raise ValidationError("FILE", f"{path} is not UTF-8 text") from None
 
 
-async def import_calendar(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    name = args.name or path.stem
-    if args.name is None and not NAME.fullmatch(name):
+@calendars.command("import", epilog=examples(
+    "tickwork calendars import holidays.ics",
+    "tickwork calendars import de-holidays-2031.ics --name holidays --replace"))
+@click.argument("file", metavar="FILE.ics")
+@click.option("--name", "given", metavar="NAME",
+              help="the calendar's name (default: the file's name)")
+@click.option("--description", metavar="TEXT", help="what the calendar is for")
+@click.option("--replace", is_flag=True,
+              help="replace the calendar of that name if there is one")
+@store_options(api=True)
+async def import_calendar(target: Target, file: str, given: str | None,
+                          description: str | None, replace: bool) -> int:
+    """Create a calendar from an iCalendar (.ics) file.
+
+    All-day events and yearly recurrences are read; events it cannot read are named in
+    warnings on standard error.
+    """
+    path = Path(file)
+    name = given or path.stem
+    if given is None and not NAME.fullmatch(name):
         raise ValidationError("--name", f"the file's name {name!r} is not a calendar name; "
                               "give one with --name")
     text = _read_ics(path)  # a small file, read before the client opens
-    client = await open_client(args, create=True)
+    client = await open_client(target, create=True)
     try:
-        change = await client.import_calendar(name, text, description=args.description,
-                                              replace=args.replace, source=args.file)
+        change = await client.import_calendar(name, text, description=description,
+                                              replace=replace, source=file)
     finally:
         await client.close()
     for warning in change.warnings:
         sys.stderr.write(f"tickwork: warning: {warning}\n")
     doc = change.calendar.document
     verb = "updated" if change.calendar.version > 1 else "created"
-    print(f"{_describe(change, verb)} from {args.file}: {len(doc.get('dates', []))} date(s), "
+    print(f"{_describe(change, verb)} from {file}: {len(doc.get('dates', []))} date(s), "
           f"{len(doc.get('yearly', []))} yearly date(s)")
     return 0
 
 
-async def delete_calendar(args: argparse.Namespace) -> int:
-    client = await open_client(args)
+@calendars.command("delete", epilog=examples("tickwork calendars delete weekend"))
+@NAME_ARG
+@store_options(api=True)
+async def delete_calendar(target: Target, name: str) -> int:
+    """Delete a calendar; refused while a job names it (the jobs are named)."""
+    client = await open_client(target)
     try:
-        await client.delete_calendar(args.name)
+        await client.delete_calendar(name)
     finally:
         await client.close()
-    print(f"deleted calendar {args.name}")
+    print(f"deleted calendar {name}")
     return 0

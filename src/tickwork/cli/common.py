@@ -1,49 +1,89 @@
-"""What every CLI command shares: the database option, settings, reading JSON input."""
+"""What every CLI command shares: settings, the client (database or API), reading JSON input."""
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from tickwork.client import AsyncClient
+from tickwork.cli.options import CLI_ONLY_ENV, Target
+from tickwork.client.calendars import CalendarChange
 from tickwork.config import Settings, load_settings
 from tickwork.document import parse_instant
 from tickwork.document.text import check_text
+from tickwork.drivers.admin import QueueInfo
+from tickwork.drivers.calendars import StoredCalendar
 from tickwork.errors import ValidationError
-from tickwork.runtime.client import client_for
+from tickwork.models import Attempt, Job, JobSpec, Occurrence
+from tickwork.schedules.structured import Fire
 
 
-def add_store_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--database", metavar="URL", help="sqlite:///path (default "
-                        "sqlite:///tickwork.db) or postgresql://...; env TICKWORK_DATABASE_URL")
-    parser.add_argument("--config", metavar="FILE", help="a TOML settings file "
-                        "(default: $TICKWORK_CONFIG, else ./tickwork.toml if present)")
-
-
-def settings_from(args: argparse.Namespace, **flags: object) -> Settings:
-    flags = {"database": getattr(args, "database", None),
-             "redis": getattr(args, "redis", None), **flags}
-    settings = load_settings(flags=flags, toml_path=getattr(args, "config", None))
+def settings_from(target: Target, **flags: object) -> Settings:
+    """The settings: ``flags`` (and the target's), then TICKWORK_* variables, then TOML."""
+    flags = {"database": target.database, "redis": target.redis, **flags}
+    env = {k: v for k, v in os.environ.items() if k not in CLI_ONLY_ENV}
+    settings = load_settings(flags=flags, env=env, toml_path=target.config)
     settings.validate()
     return settings
 
 
-def add_redis_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--redis", metavar="URL", help="redis://host:port/db when the "
-                        "deployment dispatches through Redis; env TICKWORK_REDIS_URL")
+class ManagementClient(Protocol):
+    """What the job, run, queue and calendar commands use: ``AsyncClient`` on a database,
+    or ``tickwork.cli.remote.RemoteClient`` over the REST API."""
+
+    async def close(self) -> None: ...
+    async def create_jobs(self, jobs: Sequence[JobSpec]) -> list[Job]: ...
+    async def get_job(self, ref: str) -> Job: ...
+    async def list_jobs(self, *, queue: str | None = None, tag: str | None = None,
+                        kind: str | None = None, name_contains: str | None = None,
+                        paused: bool | None = None, after_name: str | None = None,
+                        limit: int = 100) -> list[Job]: ...
+    async def update_job(self, ref: str, changes: Mapping[str, Any]) -> Job: ...
+    async def pause_job(self, ref: str) -> Job: ...
+    async def resume_job(self, ref: str) -> Job: ...
+    async def trigger_job(self, ref: str) -> Occurrence: ...
+    async def delete_job(self, ref: str) -> None: ...
+    async def preview_fires(self, job: str, n: int = 5,
+                            after: datetime | None = None) -> list[Fire]: ...
+    async def list_runs(self, *, job: str | None = None, states: Sequence[str] = (),
+                        since: datetime | None = None, until: datetime | None = None,
+                        limit: int = 50, newest_first: bool = True) -> list[Occurrence]: ...
+    async def get_run(self, job: str,
+                      scheduled_at: datetime) -> tuple[Occurrence, list[Attempt]]: ...
+    async def list_queues(self) -> list[QueueInfo]: ...
+    async def pause_queue(self, name: str) -> QueueInfo: ...
+    async def resume_queue(self, name: str) -> QueueInfo: ...
+    async def list_calendars(self) -> list[StoredCalendar]: ...
+    async def get_calendar(self, name: str) -> StoredCalendar: ...
+    async def calendar_jobs(self, name: str, limit: int = ...) -> list[Job]: ...
+    async def create_calendar(self, doc: Mapping[str, Any]) -> StoredCalendar: ...
+    async def update_calendar(self, name: str, doc: Mapping[str, Any]) -> CalendarChange: ...
+    async def delete_calendar(self, name: str) -> None: ...
+    async def import_calendar(self, name: str, ics: str, *, description: str | None = None,
+                              replace: bool = False, source: str = ...) -> CalendarChange: ...
 
 
-async def open_client(args: argparse.Namespace, *, create: bool = False) -> AsyncClient:
-    """A client on the configured database. Only a command that adds something
-    (``create``) creates or upgrades the database; the others refuse one that is missing."""
-    return await client_for(settings_from(args), create=create)
+async def open_client(target: Target, *, create: bool = False) -> ManagementClient:
+    """A client on the configured database, or on the REST API with ``--api``. Only a
+    command that adds something (``create``) creates or upgrades the database; the others
+    refuse one that is missing."""
+    if target.remote and not (target.api_from_env and target.database):
+        if target.database:
+            raise ValidationError("--api", "give --api or --database, not both")
+        if target.redis:
+            raise ValidationError("--redis", "is the server's business with --api: the API "
+                                  "process feeds Redis itself")
+        from tickwork.cli.remote import RemoteClient  # noqa: PLC0415  (httpx loads only for --api)
+
+        return RemoteClient(str(target.api), target.token)
+    from tickwork.runtime.client import client_for  # noqa: PLC0415  (the store loads to use it)
+
+    return await client_for(settings_from(target), create=create)
 
 
 def read_documents(source: str) -> list[Any]:

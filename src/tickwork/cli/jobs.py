@@ -2,77 +2,54 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Any
 
-from tickwork.cli.common import (
-    add_redis_option,
-    add_store_options,
-    check_limit,
-    open_client,
-    read_documents,
-)
+import click
+
+from tickwork.cli.common import check_limit, open_client, read_documents
+from tickwork.cli.options import Group, Target, examples, json_flag, store_options
 from tickwork.cli.output import print_json, print_table
 from tickwork.document import parse_job_document
 from tickwork.document.render import fire_json, job_json, run_json, when
 from tickwork.errors import ValidationError
-from tickwork.models import JobSpec
+from tickwork.models import Job, JobSpec
 from tickwork.schedules import compile_schedule
+from tickwork.schedules.structured import Fire
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    jobs = commands.add_parser("jobs", help="create and manage jobs")
-    sub = jobs.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")
+@click.group(cls=Group, epilog=examples(
+    "tickwork jobs create --json jobs.ndjson",
+    "tickwork jobs list --tag reports --json",
+    "tickwork jobs trigger nightly-report",
+    "tickwork jobs list --api https://tickwork.example.org   # with TICKWORK_API_TOKEN set"))
+def jobs() -> None:
+    """Create and manage jobs: what runs, when, and how.
 
-    create = sub.add_parser("create", help="create jobs from JSON (a document, an array, NDJSON)")
-    create.add_argument("--json", required=True, metavar="FILE", dest="source",
-                        help="a file, or - for standard input")
-    create.add_argument("--quiet", action="store_true", help="print nothing on success")
-    create.set_defaults(handler=create_jobs)
-
-    listing = sub.add_parser("list", help="list jobs")
-    listing.add_argument("--queue")
-    listing.add_argument("--tag")
-    listing.add_argument("--kind")
-    listing.add_argument("--search", metavar="TEXT", help="name contains TEXT")
-    state = listing.add_mutually_exclusive_group()
-    state.add_argument("--paused", action="store_true", default=None)
-    state.add_argument("--active", action="store_false", dest="paused")
-    listing.add_argument("--after", metavar="NAME", help="start after this name (paging)")
-    listing.add_argument("--limit", type=int, default=100)
-    listing.add_argument("--json", action="store_true", help="print JSON")
-    listing.set_defaults(handler=list_jobs)
-
-    show = sub.add_parser("show", help="show one job and its next fire times")
-    show.add_argument("job", help="job id or name")
-    show.add_argument("--next", type=int, default=5, metavar="N", help="fire times to preview")
-    show.add_argument("--json", action="store_true", help="print JSON")
-    show.set_defaults(handler=show_job)
-
-    update = sub.add_parser("update", help="change fields of a job (others keep their values)")
-    update.add_argument("job", help="job id or name")
-    update.add_argument("--json", required=True, metavar="FILE", dest="source")
-    update.set_defaults(handler=update_job)
-
-    for name, handler, text in (
-        ("pause", pause_job, "stop a job's future runs"),
-        ("resume", resume_job, "resume a paused job from now on"),
-        ("trigger", trigger_job, "run a job once, now"),
-        ("delete", delete_job, "delete a job (its history stays)"),
-    ):
-        action = sub.add_parser(name, help=text)
-        action.add_argument("job", help="job id or name")
-        action.add_argument("--json", action="store_true", help="print JSON")
-        action.set_defaults(handler=handler)
-
-    for parser in sub.choices.values():
-        add_store_options(parser)
-    add_redis_option(sub.choices["trigger"])  # a trigger goes straight into Redis' due set
+    JOB is a job's id or its name. Every command works on a database (--database) or,
+    with --api and a token, through the REST API of a running tickwork.
+    """
 
 
-async def create_jobs(args: argparse.Namespace) -> int:
-    docs = read_documents(args.source)
+JOB = click.argument("job", metavar="JOB")
+
+
+@jobs.command("create", epilog=examples(
+    "tickwork jobs create --json job.json",
+    "tickwork jobs create --json jobs.ndjson --quiet",
+    "echo '{\"name\": \"ping\", \"schedule\": {\"every\": \"1m\"}, \"kind\": \"http\", "
+    "\"payload\": {\"url\": \"https://example.org/health\"}}' | tickwork jobs create --json -"))
+@click.option("--json", "source", required=True, metavar="FILE",
+              help="a JSON job document, a JSON array of them, or one per line (NDJSON); "
+              "- reads standard input")
+@click.option("--quiet", is_flag=True, help="print nothing on success")
+@store_options(api=True)
+async def create_jobs(target: Target, source: str, quiet: bool) -> int:
+    """Create jobs from JSON, all in one transaction or none.
+
+    Warnings (for example, retries that can outlast the interval) go to standard error.
+    """
+    docs = read_documents(source)
     specs: list[JobSpec] = []
     warnings: list[str] = []
     for index, doc in enumerate(docs):
@@ -83,14 +60,14 @@ async def create_jobs(args: argparse.Namespace) -> int:
             raise ValidationError(f"{where}{exc.field}", exc.reason) from None
         warnings.extend(f"{parsed.spec.name}: {w}" for w in parsed.warnings)
         specs.append(parsed.spec)
-    client = await open_client(args, create=True)
+    client = await open_client(target, create=True)
     try:
         created = await client.create_jobs(specs)
     finally:
         await client.close()
     for warning in warnings:
         sys.stderr.write(f"tickwork: warning: {warning}\n")
-    if not args.quiet:
+    if not quiet:
         if len(created) == 1:
             job = created[0]
             print(f"created job {job.spec.name} ({job.id}), next run {when(job.next_run_at)}")
@@ -99,16 +76,33 @@ async def create_jobs(args: argparse.Namespace) -> int:
     return 0
 
 
-async def list_jobs(args: argparse.Namespace) -> int:
-    check_limit(args.limit)
-    client = await open_client(args)
+@jobs.command("list", epilog=examples(
+    "tickwork jobs list",
+    "tickwork jobs list --queue mail --paused --json",
+    "tickwork jobs list --limit 100 --after nightly-report   # the next page"))
+@click.option("--queue", metavar="QUEUE", help="only jobs of this queue")
+@click.option("--tag", metavar="TAG", help="only jobs with this tag")
+@click.option("--kind", metavar="KIND", help="only jobs of this kind (http, slack, email, "
+              "shell, python)")
+@click.option("--search", metavar="TEXT", help="only jobs whose name contains TEXT (any case)")
+@click.option("--paused/--active", default=None, help="only paused jobs / only active ones")
+@click.option("--after", metavar="NAME", help="start after this name (the next page)")
+@click.option("--limit", type=int, default=100, show_default=True, metavar="N",
+              help="how many jobs to list (any number from 1)")
+@json_flag()
+@store_options(api=True)
+async def list_jobs(*, target: Target, queue: str | None, tag: str | None, kind: str | None,
+                    search: str | None, paused: bool | None, after: str | None, limit: int,
+                    as_json: bool) -> int:
+    """List jobs by name: their kind, schedule, queue and next run."""
+    check_limit(limit)
+    client = await open_client(target)
     try:
-        found = await client.list_jobs(queue=args.queue, tag=args.tag, kind=args.kind,
-                                       name_contains=args.search, paused=args.paused,
-                                       after_name=args.after, limit=args.limit)
+        found = await client.list_jobs(queue=queue, tag=tag, kind=kind, name_contains=search,
+                                       paused=paused, after_name=after, limit=limit)
     finally:
         await client.close()
-    if args.json:
+    if as_json:
         print_json([job_json(j) for j in found])
         return 0
     print_table(["NAME", "KIND", "SCHEDULE", "QUEUE", "PAUSED", "NEXT RUN", "ID"], [
@@ -117,15 +111,29 @@ async def list_jobs(args: argparse.Namespace) -> int:
     return 0
 
 
-async def show_job(args: argparse.Namespace) -> int:
-    client = await open_client(args)
+@jobs.command("show", epilog=examples(
+    "tickwork jobs show nightly-report",
+    "tickwork jobs show nightly-report --next 20 --json"))
+@JOB
+@click.option("--next", "upcoming", type=int, default=5, show_default=True, metavar="N",
+              help="how many next fire times to show (up to 1000), with those its calendars "
+              "drop among them")
+@json_flag()
+@store_options(api=True)
+async def show_job(target: Target, job: str, upcoming: int, as_json: bool) -> int:
+    """Show one job, its schedule in words, and its next fire times."""
+    client = await open_client(target)
     try:
-        job = await client.get_job(args.job)
-        fires = await client.preview_fires(job.id, max(0, min(args.next, 1000)))
+        found = await client.get_job(job)
+        fires = await client.preview_fires(found.id, max(0, min(upcoming, 1000)))
     finally:
         await client.close()
+    return _show(found, fires, as_json=as_json)
+
+
+def _show(job: Job, fires: list[Fire], *, as_json: bool) -> int:
     upcoming = [f.at for f in fires if f.excluded_by is None]
-    if args.json:
+    if as_json:
         print_json({**job_json(job), "next_fire_times": [when(t) for t in upcoming],
                     "excluded_fire_times": [fire_json(f) for f in fires if f.excluded_by],
                     "description": compile_schedule(job.spec.schedule).describe()})
@@ -145,48 +153,89 @@ async def show_job(args: argparse.Namespace) -> int:
     return 0
 
 
-async def update_job(args: argparse.Namespace) -> int:
-    docs = read_documents(args.source)
+@jobs.command("update", epilog=examples(
+    "echo '{\"schedule\": {\"cron\": \"0 4 * * *\"}}' | tickwork jobs update nightly-report "
+    "--json -",
+    "tickwork jobs update nightly-report --json changes.json"))
+@JOB
+@click.option("--json", "source", required=True, metavar="FILE",
+              help="one JSON object with the fields to change; - reads standard input")
+@store_options(api=True)
+async def update_job(target: Target, job: str, source: str) -> int:
+    """Change some fields of a job; the others keep their values.
+
+    A new schedule takes effect from now.
+    """
+    docs = read_documents(source)
     if len(docs) != 1 or not isinstance(docs[0], dict):
         raise ValidationError("--json", "update takes one JSON object with the fields to change")
-    client = await open_client(args)
+    client = await open_client(target)
     try:
-        job = await client.update_job(args.job, docs[0])
+        updated = await client.update_job(job, docs[0])
     finally:
         await client.close()
-    print(f"updated job {job.spec.name}, next run {when(job.next_run_at) or '-'}")
+    print(f"updated job {updated.spec.name}, next run {when(updated.next_run_at) or '-'}")
     return 0
 
 
-async def pause_job(args: argparse.Namespace) -> int:
-    return await _act(args, "pause")
+@jobs.command("pause", epilog=examples("tickwork jobs pause nightly-report"))
+@JOB
+@json_flag("print the job as JSON")
+@store_options(api=True)
+async def pause_job(target: Target, job: str, as_json: bool) -> int:
+    """Pause a job: no new runs are planned or started."""
+    return await _act(target, job, "pause", as_json=as_json)
 
 
-async def resume_job(args: argparse.Namespace) -> int:
-    return await _act(args, "resume")
+@jobs.command("resume", epilog=examples("tickwork jobs resume nightly-report"))
+@JOB
+@json_flag("print the job as JSON")
+@store_options(api=True)
+async def resume_job(target: Target, job: str, as_json: bool) -> int:
+    """Resume a paused job from now on.
+
+    The fire times missed while it was paused are not made up.
+    """
+    return await _act(target, job, "resume", as_json=as_json)
 
 
-async def delete_job(args: argparse.Namespace) -> int:
-    return await _act(args, "delete")
+@jobs.command("delete", epilog=examples("tickwork jobs delete nightly-report"))
+@JOB
+@click.option("--json", "as_json", is_flag=True, hidden=True)  # accepted, as it always was
+@store_options(api=True)
+async def delete_job(target: Target, job: str, as_json: bool) -> int:
+    """Delete a job; its history stays.
+
+    Its waiting and running runs are cancelled.
+    """
+    return await _act(target, job, "delete", as_json=as_json)
 
 
-async def trigger_job(args: argparse.Namespace) -> int:
-    client = await open_client(args)
+@jobs.command("trigger", epilog=examples(
+    "tickwork jobs trigger nightly-report",
+    "tickwork jobs trigger nightly-report --redis redis://127.0.0.1:6379/0 --json"))
+@JOB
+@json_flag("print the run as JSON")
+@store_options(redis="redis://host:port/db: put the run into Redis' due set at once "
+               "(the postgres + redis deployment)", api=True)
+async def trigger_job(target: Target, job: str, as_json: bool) -> int:
+    """Run a job once, now, with an idempotency key of its own."""
+    client = await open_client(target)
     try:
-        occ = await client.trigger_job(args.job)
+        occ = await client.trigger_job(job)
     finally:
         await client.close()
-    if args.json:
+    if as_json:
         print_json(run_json(occ))
     else:
         print(f"triggered: run {occ.idempotency_key} is due now")
     return 0
 
 
-async def _act(args: argparse.Namespace, action: str) -> int:
-    client = await open_client(args)
+async def _act(target: Target, ref: str, action: str, *, as_json: bool) -> int:
+    client = await open_client(target)
     try:
-        job = await client.get_job(args.job)
+        job = await client.get_job(ref)
         result: Any = None
         if action == "pause":
             result = await client.pause_job(job.id)
@@ -196,7 +245,7 @@ async def _act(args: argparse.Namespace, action: str) -> int:
             await client.delete_job(job.id)
     finally:
         await client.close()
-    if args.json and result is not None:
+    if as_json and result is not None:
         print_json(job_json(result))
     else:
         print(f"{action}d job {job.spec.name}")

@@ -2,48 +2,53 @@
 
 from __future__ import annotations
 
-import argparse
+import click
 
-from tickwork.cli.common import add_store_options, check_limit, instant_arg, open_client
+from tickwork.cli.common import check_limit, instant_arg, open_client
+from tickwork.cli.options import Group, Target, examples, json_flag, store_options
 from tickwork.cli.output import print_json, print_table
 from tickwork.document.render import attempt_json, run_json, when
 from tickwork.models import OccurrenceState
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    runs = commands.add_parser("runs", help="the history of runs (occurrences and attempts)")
-    sub = runs.add_subparsers(dest="runs_command", required=True, metavar="ACTION")
+@click.group(cls=Group, epilog=examples(
+    "tickwork runs list --job nightly-report",
+    "tickwork runs list --state dead --state crashed --since 2030-01-01T00:00:00Z --json",
+    "tickwork runs show nightly-report 2030-01-01T03:00:00Z"))
+def runs() -> None:
+    """The history of runs and their attempts.
 
-    listing = sub.add_parser("list", help="list runs, newest first")
-    listing.add_argument("--job", help="only this job (id or name)")
-    listing.add_argument("--state", action="append", default=[],
-                         choices=[s.value for s in OccurrenceState], help="repeatable")
-    listing.add_argument("--since", metavar="TIME", help="scheduled at or after (RFC 3339)")
-    listing.add_argument("--until", metavar="TIME", help="scheduled before (RFC 3339)")
-    listing.add_argument("--oldest-first", action="store_true")
-    listing.add_argument("--limit", type=int, default=50)
-    listing.add_argument("--json", action="store_true", help="print JSON")
-    listing.set_defaults(handler=list_runs)
-
-    show = sub.add_parser("show", help="one run with every attempt, its output and error")
-    show.add_argument("job", help="job id or name")
-    show.add_argument("scheduled_at", metavar="SCHEDULED_AT", help="RFC 3339, as listed")
-    show.add_argument("--json", action="store_true", help="print JSON")
-    show.set_defaults(handler=show_run)
-
-    for parser in sub.choices.values():
-        add_store_options(parser)
+    Works on a database (--database) or, with --api and a token, through the REST API.
+    """
 
 
-async def list_runs(args: argparse.Namespace) -> int:
-    check_limit(args.limit)
-    client = await open_client(args)
+@runs.command("list", epilog=examples(
+    "tickwork runs list",
+    "tickwork runs list --job nightly-report --limit 10",
+    "tickwork runs list --state dead --state crashed --since 2030-01-01T00:00:00Z --json"))
+@click.option("--job", metavar="JOB", help="only runs of this job (id or name)")
+@click.option("--state", "states", multiple=True,
+              type=click.Choice([s.value for s in OccurrenceState]),
+              help="only runs in this state; repeat for several")
+@click.option("--since", metavar="TIME", help="scheduled at or after TIME (RFC 3339)")
+@click.option("--until", metavar="TIME", help="scheduled before TIME (RFC 3339)")
+@click.option("--oldest-first", is_flag=True, help="oldest first (default: newest first)")
+@click.option("--limit", type=int, default=50, show_default=True, metavar="N",
+              help="how many runs to list (any number from 1)")
+@json_flag()
+@store_options(api=True)
+async def list_runs(*, target: Target, job: str | None, states: tuple[str, ...],
+                    since: str | None, until: str | None, oldest_first: bool, limit: int,
+                    as_json: bool) -> int:
+    """List runs, newest first: state, attempts, trigger, times and the last error."""
+    check_limit(limit)
+    client = await open_client(target)
     try:
         found = await client.list_runs(
-            job=args.job, states=args.state,
-            since=instant_arg(args.since, "--since") if args.since else None,
-            until=instant_arg(args.until, "--until") if args.until else None,
-            limit=args.limit, newest_first=not args.oldest_first)
+            job=job, states=list(states),
+            since=instant_arg(since, "--since") if since else None,
+            until=instant_arg(until, "--until") if until else None,
+            limit=limit, newest_first=not oldest_first)
         names = {}
         for job_id in {o.job_id for o in found}:
             try:
@@ -52,7 +57,7 @@ async def list_runs(args: argparse.Namespace) -> int:
                 names[job_id] = "(deleted)"
     finally:
         await client.close()
-    if args.json:
+    if as_json:
         print_json([run_json(o, names[o.job_id]) for o in found])
         return 0
     print_table(["JOB", "SCHEDULED AT", "STATE", "ATTEMPT", "TRIGGER", "FINISHED AT", "ERROR"], [
@@ -62,19 +67,29 @@ async def list_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-async def show_run(args: argparse.Namespace) -> int:
-    client = await open_client(args)
+@runs.command("show", epilog=examples(
+    "tickwork runs show nightly-report 2030-01-01T03:00:00Z",
+    "tickwork runs show nightly-report 2030-01-01T03:00:00Z --json"))
+@click.argument("job", metavar="JOB")
+@click.argument("scheduled_at", metavar="SCHEDULED_AT")
+@json_flag()
+@store_options(api=True)
+async def show_run(target: Target, job: str, scheduled_at: str, as_json: bool) -> int:
+    """Show one run of JOB (id or name) at SCHEDULED_AT (RFC 3339, as listed) with every
+    attempt: worker, times, duration, outcome, output and error."""
+    client = await open_client(target)
     try:
-        job = await client.get_job(args.job)
-        occ, attempts = await client.get_run(job.id, instant_arg(args.scheduled_at,
-                                                                 "SCHEDULED_AT"))
+        found = await client.get_job(job)
+        occ, attempts = await client.get_run(found.id, instant_arg(scheduled_at,
+                                                                   "SCHEDULED_AT"))
     finally:
         await client.close()
-    if args.json:
-        print_json({**run_json(occ, job.spec.name), "attempts": [attempt_json(a)
+    job_name = found.spec.name
+    if as_json:
+        print_json({**run_json(occ, job_name), "attempts": [attempt_json(a)
                                                                  for a in attempts]})
         return 0
-    print(f"{job.spec.name} @ {when(occ.scheduled_at)}: {occ.state.value}, "
+    print(f"{job_name} @ {when(occ.scheduled_at)}: {occ.state.value}, "
           f"attempt {occ.attempt} of {occ.max_attempts} (key {occ.idempotency_key})")
     for a in attempts:
         took = f"{a.duration_seconds:.3f}s" if a.duration_seconds is not None else "-"

@@ -7,12 +7,14 @@ in the database. Jobs refer to them as ``{"$secret": "NAME"}``.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tickwork.cli.common import add_store_options, settings_from
+import click
+
+from tickwork.cli.common import settings_from
+from tickwork.cli.options import Group, Target, examples, json_flag, store_options
 from tickwork.cli.output import print_json, print_table
 from tickwork.document.render import when
 from tickwork.drivers import open_driver
@@ -22,31 +24,98 @@ from tickwork.runtime.client import require_schema
 from tickwork.secrets import MAX_SECRET_BYTES, SecretKeyring, check_name
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    secrets = commands.add_parser("secrets", help="store secrets jobs refer to (write-only)")
-    sub = secrets.add_subparsers(dest="secrets_command", required=True, metavar="ACTION")
+@click.group(cls=Group, epilog=examples(
+    "tickwork secrets set SLACK_TOKEN < token.txt",
+    "tickwork secrets list",
+    "tickwork secrets rotate   # after putting a new key first in TICKWORK_SECRET_KEY"))
+def secrets() -> None:
+    """Store secrets jobs refer to (write-only).
 
-    put = sub.add_parser("set", help="create or replace a secret; the value comes from "
-                         "standard input or --value-file")
-    put.add_argument("name", help="A-Z a-z 0-9 _ . - (jobs use {\"$secret\": \"NAME\"})")
-    put.add_argument("--value-file", metavar="FILE",
-                     help="read the value from FILE instead of standard input")
-    put.set_defaults(handler=set_secret)
+    Jobs refer to a secret as {"$secret": "NAME"}; no command prints a value. Values are
+    encrypted with TICKWORK_SECRET_KEY and stored in the database.
+    """
 
-    listing = sub.add_parser("list", help="names and when each was last set (never values)")
-    listing.add_argument("--json", action="store_true", help="print JSON")
-    listing.set_defaults(handler=list_secrets)
 
-    delete = sub.add_parser("delete", help="delete a secret")
-    delete.add_argument("name")
-    delete.set_defaults(handler=delete_secret)
+NAME = click.argument("name", metavar="NAME")
 
-    rotate = sub.add_parser("rotate", help="re-encrypt every secret with the first key of "
-                            "TICKWORK_SECRET_KEY (after adding a new key in front)")
-    rotate.set_defaults(handler=rotate_secrets)
 
-    for parser in sub.choices.values():
-        add_store_options(parser)
+@secrets.command("set", epilog=examples(
+    "tickwork secrets set SLACK_TOKEN < token.txt",
+    "tickwork secrets set SMTP_PASSWORD --value-file /run/secrets/smtp"))
+@NAME
+@click.option("--value-file", metavar="FILE",
+              help="read the value from FILE instead of standard input")
+@store_options()
+async def set_secret(target: Target, name: str, value_file: str | None) -> int:
+    """Create or replace secret NAME (A-Z a-z 0-9 _ . -).
+
+    The value comes from standard input or --value-file, never from an argument, which
+    would land in shell history and process listings.
+    """
+    checked = check_name(name, "NAME")
+    keyring = SecretKeyring.from_env()  # before reading: no key, nothing typed in vain
+    ciphertext = keyring.encrypt(read_value(value_file))
+    store = await _open(target, create=True)
+    try:
+        await store.secret_set(checked, ciphertext, datetime.now(UTC))
+    finally:
+        await store.close()
+    print(f"secret {checked} set")
+    return 0
+
+
+@secrets.command("list", epilog=examples("tickwork secrets list", "tickwork secrets list --json"))
+@json_flag()
+@store_options()
+async def list_secrets(target: Target, as_json: bool) -> int:
+    """List secrets by name, with when each was last set (never their values)."""
+    store = await _open(target)
+    try:
+        found = await store.secret_list()
+    finally:
+        await store.close()
+    if as_json:
+        print_json([{"name": name, "updated_at": when(updated)} for name, updated in found])
+    else:
+        print_table(["NAME", "UPDATED AT"], [(name, when(updated)) for name, updated in found])
+    return 0
+
+
+@secrets.command("delete", epilog=examples("tickwork secrets delete SLACK_TOKEN"))
+@NAME
+@store_options()
+async def delete_secret(target: Target, name: str) -> int:
+    """Delete secret NAME; jobs that refer to it fail until it is set again."""
+    checked = check_name(name, "NAME")
+    store = await _open(target)
+    try:
+        await store.secret_delete(checked)
+    finally:
+        await store.close()
+    print(f"secret {checked} deleted")
+    return 0
+
+
+@secrets.command("rotate", epilog=examples(
+    "TICKWORK_SECRET_KEY=NEW_KEY,OLD_KEY tickwork secrets rotate"))
+@store_options()
+async def rotate_secrets(target: Target) -> int:
+    """Re-encrypt every secret with the first key of TICKWORK_SECRET_KEY.
+
+    Put the new key first and keep the old ones after it until this has run.
+    """
+    keyring = SecretKeyring.from_env()
+    store = await _open(target)
+    try:
+        names = [name for name, _ in await store.secret_list()]
+        for name in names:
+            token = await store.secret_get(name)
+            keyring.decrypt(name, token)  # a clear error naming the secret a key cannot read
+            await store.secret_set(name, keyring.rotate(token), datetime.now(UTC))
+    finally:
+        await store.close()
+    print(f"re-encrypted {len(names)} secret(s) with the first key")
+    return 0
 
 
 def read_value(value_file: str | None) -> str:
@@ -73,9 +142,9 @@ def read_value(value_file: str | None) -> str:
     return text
 
 
-async def _open(args: argparse.Namespace, *, create: bool = False) -> SecretStore:
+async def _open(target: Target, *, create: bool = False) -> SecretStore:
     """The secret store; only ``secrets set`` creates or upgrades the database."""
-    database = settings_from(args).database
+    database = settings_from(target).database
     driver = open_driver(database)
     try:
         if create:
@@ -87,53 +156,3 @@ async def _open(args: argparse.Namespace, *, create: bool = False) -> SecretStor
     return driver.secret_store()
 
 
-async def set_secret(args: argparse.Namespace) -> int:
-    name = check_name(args.name, "NAME")
-    keyring = SecretKeyring.from_env()  # before reading: no key, nothing typed in vain
-    ciphertext = keyring.encrypt(read_value(args.value_file))
-    store = await _open(args, create=True)
-    try:
-        await store.secret_set(name, ciphertext, datetime.now(UTC))
-    finally:
-        await store.close()
-    print(f"secret {name} set")
-    return 0
-
-
-async def list_secrets(args: argparse.Namespace) -> int:
-    store = await _open(args)
-    try:
-        found = await store.secret_list()
-    finally:
-        await store.close()
-    if args.json:
-        print_json([{"name": name, "updated_at": when(updated)} for name, updated in found])
-    else:
-        print_table(["NAME", "UPDATED AT"], [(name, when(updated)) for name, updated in found])
-    return 0
-
-
-async def delete_secret(args: argparse.Namespace) -> int:
-    name = check_name(args.name, "NAME")
-    store = await _open(args)
-    try:
-        await store.secret_delete(name)
-    finally:
-        await store.close()
-    print(f"secret {name} deleted")
-    return 0
-
-
-async def rotate_secrets(args: argparse.Namespace) -> int:
-    keyring = SecretKeyring.from_env()
-    store = await _open(args)
-    try:
-        names = [name for name, _ in await store.secret_list()]
-        for name in names:
-            token = await store.secret_get(name)
-            keyring.decrypt(name, token)  # a clear error naming the secret a key cannot read
-            await store.secret_set(name, keyring.rotate(token), datetime.now(UTC))
-    finally:
-        await store.close()
-    print(f"re-encrypted {len(names)} secret(s) with the first key")
-    return 0
