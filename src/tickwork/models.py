@@ -222,6 +222,7 @@ class Occurrence:
     finished_at: datetime | None = None
     last_error: str | None = None
     upstream: Upstream | None = None  # trigger chain: the run that triggered this one
+    overlap: Overlap | None = None  # claimed under this policy, not its job's (a backfill's choice)
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +263,39 @@ class AuditEntry:
     job_name: str | None
     scheduled_at: datetime | None = None
     details: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Backfill:
+    """A backfill of ``[since, until)``, done or previewed (``dry_run``): one run per fire time.
+
+    ``existing`` are the fire times that already have a run: they are left as they are (their
+    overlap too). ``overlap`` is the policy the new runs are claimed under; ``overlap_chosen``
+    says whether the backfill named it (stored on each run) or it is the job's own (the runs
+    follow the job's policy, as it is when they are claimed). ``occurrences`` are the runs
+    stored for these fire times, new and existing; none for a preview.
+    """
+
+    job_id: str
+    since: datetime
+    until: datetime
+    fire_times: list[datetime]
+    existing: list[datetime]
+    overlap: Overlap
+    overlap_chosen: bool
+    dry_run: bool = False
+    occurrences: list[Occurrence] = field(default_factory=list)
+
+    @property
+    def new(self) -> list[datetime]:
+        """The fire times without a run yet: those a backfill creates."""
+        have = set(self.existing)
+        return [t for t in self.fire_times if t not in have]
+
+    @property
+    def created(self) -> int:
+        """How many runs this backfill created (none for a preview)."""
+        return 0 if self.dry_run else len(self.new)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from tickwork.models import (
     JobSpec,
     Occurrence,
     OccurrenceState,
+    Overlap,
     Trigger,
 )
 
@@ -110,6 +111,7 @@ class NewOccurrence:
     max_attempts: int
     trigger: Trigger = Trigger.SCHEDULE
     state: OccurrenceState = OccurrenceState.SCHEDULED  # or MISSED, past the catch-up window
+    overlap: Overlap | None = None  # claimed under this policy instead of the job's (backfills)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,10 @@ has run to its end, a newer occurrence of a job whose policy looks at what runs 
 policy holds back (skipped, buffered or left waiting), whatever their due times, so a run
 interrupted by a crash and rescued as ``retrying`` runs again as its next attempt (G4, G5).
 
+Each candidate is decided under its own policy (``Candidate.policy``): the job's, unless the
+occurrence names one (a backfill with an explicit overlap choice). A run claimed under
+``allow_all`` still counts as running for the job's other occurrences, whose policies look at it.
+
 Claims by key (occurrences a dispatch delivered): a driver loads the rows of the delivered
 keys, describes each as a ``KeyRow``, and ``triage`` splits them into claimable, not due
 (re-arm at the due time) and gone (drop). The claimable ones then go through ``plan_claims``
@@ -35,6 +39,12 @@ class Candidate:
     attempt: int
     trigger: Trigger
     spec: JobSpec
+    overlap: Overlap | None = None  # the occurrence's own policy (a backfill's choice)
+
+    @property
+    def policy(self) -> Overlap:
+        """The overlap policy this occurrence is claimed under: its own, or its job's."""
+        return self.overlap if self.overlap is not None else self.spec.overlap
 
     @property
     def started(self) -> bool:
@@ -78,7 +88,7 @@ def plan_claims(
     for c in candidates:
         if is_past_catchup(c, now):
             plan.missed.append(c)
-        elif c.spec.overlap is Overlap.CANCEL_PREVIOUS:
+        elif c.policy is Overlap.CANCEL_PREVIOUS:
             if latest_cancel_previous[c.job_id] is not c:
                 plan.superseded.append(c)
                 continue
@@ -87,13 +97,13 @@ def plan_claims(
             if c.job_id in busy:
                 plan.cancel_running.extend(running_of.get(c.job_id, ()))
             _take(plan, c, busy, limit)
-        elif c.spec.overlap is Overlap.ALLOW_ALL or not _held_back(c, busy, unfinished):
+        elif c.policy is Overlap.ALLOW_ALL or not _held_back(c, busy, unfinished):
             _take(plan, c, busy, limit)
         elif c.started:
             continue  # started: never skipped; it runs once the job's running one ends
-        elif c.spec.overlap is Overlap.SKIP:
+        elif c.policy is Overlap.SKIP:
             plan.skipped.append(c)
-        elif c.spec.overlap is Overlap.BUFFER_ONE:
+        elif c.policy is Overlap.BUFFER_ONE:
             if c.job_id in waiting_kept:
                 plan.skipped.append(c)
             else:
@@ -117,7 +127,7 @@ def _take(plan: ClaimPlan, c: Candidate, busy: set[str], limit: int) -> None:
 def _latest_per_job(candidates: Sequence[Candidate], overlap: Overlap) -> dict[str, Candidate]:
     latest: dict[str, Candidate] = {}
     for c in candidates:
-        if c.spec.overlap is overlap:
+        if c.policy is overlap:
             best = latest.get(c.job_id)
             if best is None or c.scheduled_at > best.scheduled_at:
                 latest[c.job_id] = c

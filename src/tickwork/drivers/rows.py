@@ -18,6 +18,7 @@ from tickwork.models import (
     JobSpec,
     Occurrence,
     OccurrenceState,
+    Overlap,
     Trigger,
     idempotency_key,
 )
@@ -108,6 +109,7 @@ class RowReader:
             finished_at=self.maybe(row["finished_at"]),
             last_error=row["last_error"],
             upstream=upstream_from_json(row["upstream"]) if trigger is Trigger.CHAIN else None,
+            overlap=Overlap(row["overlap"]) if row["overlap"] else None,
         )
 
     def attempt(self, row: RowLike) -> Attempt:

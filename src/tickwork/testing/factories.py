@@ -93,6 +93,7 @@ def new_occurrence(
     priority: int | None = None,
     trigger: Trigger = Trigger.SCHEDULE,
     state: OccurrenceState = OccurrenceState.SCHEDULED,
+    overlap: Overlap | None = None,
 ) -> NewOccurrence:
     """An occurrence of ``job`` with the queue, priority and attempts its spec gives."""
     return NewOccurrence(
@@ -104,6 +105,7 @@ def new_occurrence(
         max_attempts=job.spec.retry.max_attempts,
         trigger=trigger,
         state=state,
+        overlap=overlap,
     )
 
 
@@ -121,11 +123,12 @@ async def add_job(
 
 async def add_occurrences(
     store: Store, job: Job, *scheduled: datetime, now: datetime = NOW,
-    trigger: Trigger = Trigger.SCHEDULE,
+    trigger: Trigger = Trigger.SCHEDULE, overlap: Overlap | None = None,
 ) -> list[Occurrence]:
     """Insert one occurrence of ``job`` at each instant, due when scheduled."""
     return await store.occurrence_insert(OccurrenceInsertParams(
-        occurrences=[new_occurrence(job, at, trigger=trigger) for at in scheduled], now=now))
+        occurrences=[new_occurrence(job, at, trigger=trigger, overlap=overlap)
+                     for at in scheduled], now=now))
 
 
 async def claim(

@@ -73,20 +73,24 @@ class ClaimMethods:
 
     async def _with_job_locks(self, conn: Conn, rows: list[Row]) -> list[Row]:
         """The candidates whose job this claimer may decide for now."""
+        # By the occurrence's own policy (claim_overlap: a backfill's choice, else its job's):
+        # an allow_all claim looks at nothing, and one that races a locked decision for the
+        # same job is as if it came right after it, which allow_all permits.
         guarded = sorted({r["job_id"] for r in rows
-                          if r["job_overlap"] != Overlap.ALLOW_ALL.value})
+                          if r["claim_overlap"] != Overlap.ALLOW_ALL.value})
         if not guarded:
             return rows
         locked = {r["id"] for r in await fetch_all(conn, Q["job_overlap_locks"], (guarded,))}
         return [r for r in rows
-                if r["job_overlap"] == Overlap.ALLOW_ALL.value or r["job_id"] in locked]
+                if r["claim_overlap"] == Overlap.ALLOW_ALL.value or r["job_id"] in locked]
 
     def _candidate(self, row: Row) -> Candidate:
         return Candidate(
             job_id=row["job_id"], scheduled_at=instant(row["scheduled_at"]),
             state=STATES[row["state"]], attempt=row["attempt"],
             trigger=TRIGGERS[row["trigger"]],
-            spec=self._specs.get(row["job_id"], row["job_version"], row["job_spec"]))
+            spec=self._specs.get(row["job_id"], row["job_version"], row["job_spec"]),
+            overlap=Overlap(row["overlap"]) if row["overlap"] else None)
 
     async def _unfinished_of(self, conn: Conn, job_ids: set[str]
                              ) -> tuple[dict[str, list[b.LeaseRef]], set[str]]:

@@ -65,6 +65,7 @@ class OccurrenceMethods:
             "max_attempts": [o.max_attempts for o in items],
             "triggers": [o.trigger.value for o in items],
             "finished": [now if o.state in TERMINAL_STATES else None for o in items],
+            "overlaps": [None if o.overlap is None else o.overlap.value for o in items],
         })
         await notify(conn, [r["queue"] for r in rows])
         return len(rows)

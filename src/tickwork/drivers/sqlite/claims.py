@@ -29,7 +29,7 @@ from tickwork.drivers.rows import STATES, TRIGGERS, SpecCache
 from tickwork.drivers.sqlfiles import load_queries
 from tickwork.drivers.sqlite.connection import Connection, write_transaction
 from tickwork.drivers.sqlite.rows import from_us, occurrence_from_row, to_us
-from tickwork.models import AttemptOutcome, Claim, Job, OccurrenceState
+from tickwork.models import AttemptOutcome, Claim, Job, OccurrenceState, Overlap
 
 Q = load_queries("tickwork.drivers.sqlite")
 
@@ -75,6 +75,7 @@ class SqliteClaimMethods:
             state=STATES[row["state"]], attempt=row["attempt"],
             trigger=TRIGGERS[row["trigger"]],
             spec=self._specs.get(row["job_id"], row["job_version"], row["job_spec"]),
+            overlap=Overlap(row["overlap"]) if row["overlap"] else None,
         )
 
     def _unfinished_of(

@@ -66,6 +66,7 @@ class SqliteOccurrenceMethods:
             o.job_id, to_us(o.scheduled_at), to_us(o.due_at), o.queue, o.priority, o.state.value,
             o.max_attempts, o.trigger.value, now, now,
             now if o.state in TERMINAL_STATES else None,
+            None if o.overlap is None else o.overlap.value,
         ) for o in items]
         before = conn.total_changes
         conn.executemany(Q["occurrence_insert"], rows)

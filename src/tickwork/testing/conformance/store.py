@@ -38,6 +38,7 @@ from tickwork.models import (
     Trigger,
 )
 from tickwork.testing.conformance.chaining import ChainConformance
+from tickwork.testing.conformance.store_backfill import BackfillOverlapConformance
 from tickwork.testing.conformance.store_control import ControlConformance
 from tickwork.testing.conformance.store_jobs import JobConformance
 from tickwork.testing.conformance.store_keys import KeyConformance
@@ -367,7 +368,8 @@ class ClaimConformance:
 
 
 class StoreConformance(JobConformance, OccurrenceConformance, ClaimConformance,
-                       KeyConformance, ControlConformance, ChainConformance):
+                       KeyConformance, ControlConformance, ChainConformance,
+                       BackfillOverlapConformance):
     """Subclass as ``TestXxxStore`` and define the ``store`` and ``peer_store`` fixtures."""
 
     async def test_a_migrated_store_has_no_migrations_pending(self, store: Store) -> None:

@@ -3,18 +3,19 @@
 -- claimer holds are skipped. With server_clock, due-ness also needs the database's own clock
 -- to agree (DESIGN rule 6): a worker whose clock runs fast never starts a job early. A
 -- buffer_all occurrence waits while its job runs or, if it never started itself, while a run of
--- the job waits to retry (the policy's plan, claiming.py, decides the same).
+-- the job waits to retry (the policy's plan, claiming.py, decides the same). An occurrence's
+-- own overlap (a backfill's choice) stands in for its job's, here and in claim_overlap.
 -- Only the columns a claim decides on (the claim itself returns the whole occurrence).
 SELECT o.job_id, o.scheduled_at, o.state, o.attempt, o.trigger, j.spec AS job_spec,
        j.version AS job_version, j.next_run_at AS job_next_run_at,
        j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard,
-       j.overlap AS job_overlap
+       o.overlap, COALESCE(o.overlap, j.overlap) AS claim_overlap
 FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = %(queue)s AND o.state IN ('scheduled', 'queued', 'retrying')
   AND o.due_at <= %(now)s AND (NOT %(server_clock)s OR o.due_at <= statement_timestamp())
   AND NOT j.paused AND j.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused)
-  AND NOT (j.overlap = 'buffer_all' AND (
+  AND NOT (COALESCE(o.overlap, j.overlap) = 'buffer_all' AND (
       EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
       OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (
           SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))

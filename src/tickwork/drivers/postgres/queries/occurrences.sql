@@ -1,14 +1,15 @@
 -- name: occurrence_insert
 -- Insert-if-absent in one statement for the whole batch; RETURNING tells what is new.
 INSERT INTO occurrences (job_id, scheduled_at, due_at, queue, priority, state, max_attempts,
-                         trigger, created_at, updated_at, finished_at)
+                         trigger, created_at, updated_at, finished_at, overlap)
 SELECT u.job_id, u.scheduled_at, u.due_at, u.queue, u.priority, u.state, u.max_attempts,
-       u.trigger, %(now)s, %(now)s, u.finished_at
+       u.trigger, %(now)s, %(now)s, u.finished_at, u.overlap
 FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[], %(due)b::timestamptz[],
             %(queues)b::text[], %(priorities)b::integer[], %(states)b::text[],
-            %(max_attempts)b::integer[], %(triggers)b::text[], %(finished)b::timestamptz[])
+            %(max_attempts)b::integer[], %(triggers)b::text[], %(finished)b::timestamptz[],
+            %(overlaps)b::text[])
      AS u(job_id, scheduled_at, due_at, queue, priority, state, max_attempts, trigger,
-          finished_at)
+          finished_at, overlap)
 ON CONFLICT (job_id, scheduled_at) DO NOTHING
 RETURNING queue
 
@@ -124,7 +125,7 @@ SELECT min(o.due_at) AS due_at FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = %s AND o.state IN ('scheduled', 'queued', 'retrying')
   AND NOT j.paused AND j.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused)
-  AND NOT (j.overlap = 'buffer_all' AND (
+  AND NOT (COALESCE(o.overlap, j.overlap) = 'buffer_all' AND (
       EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
       OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (
           SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))

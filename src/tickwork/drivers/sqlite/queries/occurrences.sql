@@ -1,7 +1,7 @@
 -- name: occurrence_insert
 INSERT INTO occurrences (job_id, scheduled_at, due_at, queue, priority, state, max_attempts,
-                         trigger, created_at, updated_at, finished_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                         trigger, created_at, updated_at, finished_at, overlap)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (job_id, scheduled_at) DO NOTHING
 
 -- name: occurrence_get
@@ -9,14 +9,15 @@ SELECT * FROM occurrences WHERE job_id = ? AND scheduled_at = ?
 
 -- name: occurrence_candidates
 -- A buffer_all occurrence waits while its job runs or, if it never started itself, while a run
--- of the job waits to retry (the policy's plan, claiming.py, decides the same).
+-- of the job waits to retry (the policy's plan, claiming.py, decides the same). An occurrence's
+-- own overlap (a backfill's choice) stands in for its job's.
 SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_next_run_at,
        j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard
 FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying') AND o.due_at <= ?
   AND j.paused = 0 AND j.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused = 1)
-  AND NOT (j.overlap = 'buffer_all' AND (
+  AND NOT (COALESCE(o.overlap, j.overlap) = 'buffer_all' AND (
       EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
       OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (
           SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
@@ -86,7 +87,7 @@ SELECT MIN(o.due_at) FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying')
   AND j.paused = 0 AND j.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused = 1)
-  AND NOT (j.overlap = 'buffer_all' AND (
+  AND NOT (COALESCE(o.overlap, j.overlap) = 'buffer_all' AND (
       EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
       OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (
           SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
