@@ -16,10 +16,10 @@ from tickwork.api.deps import ClientDep, decode_cursor, encode_cursor
 from tickwork.api.errors import problems
 from tickwork.api.schemas import BACKFILL_BODY, CREATE_BODY, PATCH_BODY, PREVIEW_BODY
 from tickwork.document import parse_instant, parse_job_document
-from tickwork.document.render import fire_json, job_json, run_json, when
+from tickwork.document.render import backfill_json, fire_json, job_json, run_json, when
 from tickwork.drivers.base import MAX_BATCH
 from tickwork.errors import ValidationError
-from tickwork.models import JobSpec
+from tickwork.models import JobSpec, Overlap
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
 Body = Annotated[Any, Depends(json_body)]
@@ -28,6 +28,7 @@ PAGE_MAX = 500
 PREVIEW_MAX = 100
 READ_ERRORS = problems(401, 403, 404, 422)
 WRITE_ERRORS = problems(401, 403, 404, 409, 413, 415, 422)
+OVERLAPS = ", ".join(o.value for o in Overlap)
 
 
 @router.post("/jobs", status_code=201, dependencies=[WRITE], openapi_extra=CREATE_BODY,
@@ -103,18 +104,25 @@ async def trigger_job(client: ClientDep, actor: Actor, ref: Ref) -> dict[str, An
 
 @router.post("/jobs/{ref}/backfill", dependencies=[WRITE], openapi_extra=BACKFILL_BODY,
              responses=WRITE_ERRORS,
-             summary="Create runs (trigger=backfill) for each fire time in [from, to)")
+             summary="Create runs (trigger=backfill) for each fire time in [from, to), "
+             "or preview them (dry_run)")
 async def backfill_job(client: ClientDep, actor: Actor, ref: Ref, body: Body) -> dict[str, Any]:
-    fields = _object(body, {"from", "to", "limit"}, required={"from", "to"})
+    fields = _object(body, {"from", "to", "limit", "overlap", "dry_run"},
+                     required={"from", "to"})
     limit = fields.get("limit", MAX_BATCH)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_BATCH:
         raise ValidationError("limit", f"must be an integer from 1 to {MAX_BATCH}")
+    overlap = fields.get("overlap")
+    if overlap is not None and not isinstance(overlap, str):
+        raise ValidationError("overlap", "must be a string: one of " + OVERLAPS)
+    dry_run = fields.get("dry_run", False)
+    if not isinstance(dry_run, bool):
+        raise ValidationError("dry_run", "must be true or false")
     job = await client.get_job(ref)
     result = await client.backfill(job.id, parse_instant(fields["from"], "from"),
                                    parse_instant(fields["to"], "to"), limit=limit,
-                                   actor=actor)
-    return {"created": result.created,
-            "items": [run_json(o, job.spec.name) for o in result.occurrences]}
+                                   overlap=overlap, dry_run=dry_run, actor=actor)
+    return backfill_json(result, job.spec.name)
 
 
 @router.get("/jobs/{ref}/preview", dependencies=[READ], responses=READ_ERRORS,

@@ -96,8 +96,15 @@ PREVIEW_BODY = body({
 BACKFILL_BODY = body({
     "type": "object", "required": ["from", "to"], "additionalProperties": False,
     "properties": {"from": _INSTANT, "to": _INSTANT,
-                   "limit": {"type": "integer", "minimum": 1, "maximum": 1000}},
-    "example": {"from": "2030-01-01T00:00:00Z", "to": "2030-01-02T00:00:00Z"}})
+                   "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+                   "overlap": {"type": "string", "enum": [o.value for o in Overlap],
+                               "description": "the overlap policy the new runs are claimed "
+                               "under; left out: the job's own"},
+                   "dry_run": {"type": "boolean", "default": False,
+                               "description": "preview: say what would be created, create "
+                               "nothing"}},
+    "example": {"from": "2030-01-01T00:00:00Z", "to": "2030-01-02T00:00:00Z",
+                "overlap": "allow_all", "dry_run": True}})
 TOKEN_BODY = body({
     "type": "object", "required": ["name", "scope"], "additionalProperties": False,
     "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 64},

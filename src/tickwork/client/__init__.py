@@ -19,7 +19,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -77,10 +77,12 @@ from tickwork.models import (
     Attempt,
     AuditAction,
     AuditEntry,
+    Backfill,
     Job,
     JobSpec,
     Occurrence,
     OccurrenceState,
+    Overlap,
     ScheduleSpec,
     Trigger,
 )
@@ -92,12 +94,16 @@ T = TypeVar("T")
 JobInput = Mapping[str, Any] | JobSpec
 
 
-@dataclass(frozen=True, slots=True)
-class Backfill:
-    """What a backfill stored: one occurrence per fire time, ``created`` of them new."""
-
-    occurrences: list[Occurrence]
-    created: int
+def _overlap_choice(value: Overlap | str | None) -> Overlap | None:
+    """A backfill's overlap choice: a policy, or None for the job's own."""
+    if value is None or isinstance(value, Overlap):
+        return value
+    try:
+        return Overlap(value)
+    except ValueError:
+        raise ValidationError("overlap", "must be one of "
+                              + ", ".join(o.value for o in Overlap)
+                              + f" (got {value!r}); leave it out for the job's own") from None
 
 
 def _has_chain(doc: JobInput) -> bool:
@@ -376,11 +382,17 @@ class AsyncClient(CalendarMethods):
         return preview(await self.schedule_of(spec), after or self.clock.now(), n)
 
     async def backfill(self, ref: str, since: datetime, until: datetime, *,
-                       limit: int = MAX_BATCH, actor: str | None = None) -> Backfill:
+                       limit: int = MAX_BATCH, overlap: Overlap | str | None = None,
+                       dry_run: bool = False, actor: str | None = None) -> Backfill:
         """Occurrences for each fire time in ``[since, until)``, due now, with trigger
-        ``backfill``. Idempotent: a fire time that already has an occurrence keeps it."""
+        ``backfill``. Idempotent: a fire time that already has an occurrence keeps it.
+
+        ``overlap`` is the policy the new runs are claimed under instead of the job's (stored
+        on each run); None leaves them to the job's own. With ``dry_run`` nothing is stored:
+        the result says which runs a backfill would create and which exist already."""
         job = await self._job(ref)
         now = self.clock.now()
+        chosen = _overlap_choice(overlap)
         if since >= until:
             raise ValidationError("until", "must be after 'from'")
         if until > now:
@@ -395,23 +407,29 @@ class AsyncClient(CalendarMethods):
                                       "backfill it in smaller ranges")
             times.append(t)
             t = schedule.next_after(t)
+        result = Backfill(job_id=job.id, since=since, until=until, fire_times=times,
+                          existing=[], overlap=chosen or job.spec.overlap,
+                          overlap_chosen=chosen is not None, dry_run=dry_run)
         if not times:
-            return Backfill(occurrences=[], created=0)
+            return result
         before = await self.store.occurrence_list(OccurrenceListParams(
             job_id=job.id, since=times[0], until=times[-1] + timedelta(microseconds=1),
             limit=MAX_BATCH))
-        existing = {o.scheduled_at for o in before}
+        have = {o.scheduled_at for o in before}
+        result = replace(result, existing=[t for t in times if t in have])
+        if dry_run:
+            return result
         stored = await self.store.occurrence_insert(OccurrenceInsertParams(occurrences=[
             NewOccurrence(job_id=job.id, scheduled_at=t, due_at=now, queue=job.spec.queue,
                           priority=job.spec.priority, max_attempts=job.spec.retry.max_attempts,
-                          trigger=Trigger.BACKFILL) for t in times], now=now,
+                          trigger=Trigger.BACKFILL, overlap=chosen) for t in times], now=now,
             audit=AuditAction.BACKFILL, actor=self._who(actor),
-            details={"from": since.isoformat(), "to": until.isoformat(), "runs": len(times)}))
-        created = sum(1 for t in times if t not in existing)  # for the report only
+            details={"from": since.isoformat(), "to": until.isoformat(), "runs": len(times),
+                     "overlap": chosen.value if chosen is not None else None}))
         if self.after_insert is not None:
             await self.after_insert(stored)
         self._changed()
-        return Backfill(occurrences=stored, created=created)
+        return replace(result, occurrences=stored)
 
     async def job_status(self, ref: str, last_n: int = 100) -> tuple[Job, JobStatus]:
         """The job and how it has been doing over its last ``last_n`` finished runs."""

@@ -8,7 +8,17 @@ from typing import Any
 from tickwork.document import job_document
 from tickwork.drivers.alerts import StoredAlert
 from tickwork.drivers.calendars import StoredCalendar
-from tickwork.models import Attempt, AuditEntry, Job, JobSpec, Occurrence, Upstream, rfc3339
+from tickwork.models import (
+    Attempt,
+    AuditEntry,
+    Backfill,
+    Job,
+    JobSpec,
+    Occurrence,
+    Overlap,
+    Upstream,
+    rfc3339,
+)
 from tickwork.schedules.structured import Fire
 
 
@@ -44,6 +54,38 @@ def run_json(occ: Occurrence, job_name: str | None = None) -> dict[str, Any]:
         "lease_until": when(occ.lease_until), "created_at": when(occ.created_at),
         "updated_at": when(occ.updated_at), "finished_at": when(occ.finished_at),
         "last_error": occ.last_error, "upstream": upstream_json(occ.upstream),
+        "overlap": None if occ.overlap is None else occ.overlap.value,
+    }
+
+
+# What each overlap policy (G8) does to a run due while another run of its job is running.
+OVERLAP_MEANING = {
+    Overlap.ALLOW_ALL: "runs alongside the others",
+    Overlap.SKIP: "is skipped (skipped_overlap) while an earlier run of the job runs",
+    Overlap.BUFFER_ONE: "waits while an earlier run runs; one waits, later ones are skipped",
+    Overlap.BUFFER_ALL: "waits its turn while an earlier run runs: one at a time, in order",
+    Overlap.CANCEL_PREVIOUS: "cancels the running one and the older waiting ones; only the "
+                             "newest runs",
+}
+
+
+def overlap_note(b: Backfill) -> str:
+    """The overlap a backfill's runs are claimed under, in words."""
+    whose = "chosen for this backfill" if b.overlap_chosen else "the job's own"
+    return f"{b.overlap.value} ({whose}): each run {OVERLAP_MEANING[b.overlap]}"
+
+
+def backfill_json(b: Backfill, job_name: str | None = None) -> dict[str, Any]:
+    """A backfill or its preview: the fire times, those that have a run already (left as they
+    are), the overlap the new runs get, and (done, not previewed) the runs stored."""
+    return {
+        "dry_run": b.dry_run, "job_id": b.job_id, "job_name": job_name,
+        "from": when(b.since), "to": when(b.until), "count": len(b.fire_times),
+        "fire_times": [when(t) for t in b.fire_times],
+        "existing": [when(t) for t in b.existing], "new": len(b.new), "created": b.created,
+        "overlap": b.overlap.value, "overlap_source": "backfill" if b.overlap_chosen else "job",
+        "overlap_note": overlap_note(b),
+        "items": [run_json(o, job_name) for o in b.occurrences],
     }
 
 
