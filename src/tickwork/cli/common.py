@@ -19,7 +19,7 @@ from tickwork.document.text import check_text
 from tickwork.drivers.admin import QueueInfo
 from tickwork.drivers.calendars import StoredCalendar
 from tickwork.errors import ValidationError
-from tickwork.models import Attempt, Job, JobSpec, Occurrence
+from tickwork.models import Attempt, Backfill, Job, JobSpec, Occurrence, Overlap
 from tickwork.schedules.structured import Fire
 
 
@@ -50,6 +50,9 @@ class ManagementClient(Protocol):
     async def delete_job(self, ref: str) -> None: ...
     async def preview_fires(self, job: str, n: int = 5,
                             after: datetime | None = None) -> list[Fire]: ...
+    async def backfill(self, ref: str, since: datetime, until: datetime, *,
+                       limit: int = ..., overlap: Overlap | str | None = None,
+                       dry_run: bool = False) -> Backfill: ...
     async def list_runs(self, *, job: str | None = None, states: Sequence[str] = (),
                         since: datetime | None = None, until: datetime | None = None,
                         limit: int = 50, newest_first: bool = True) -> list[Occurrence]: ...

@@ -1,4 +1,5 @@
-"""``tickwork jobs create|list|show|update|pause|resume|trigger|delete``."""
+"""``tickwork jobs create|list|show|update|pause|resume|trigger|delete`` (and ``backfill``,
+from cli/backfill.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 import click
 
+from tickwork.cli.backfill import backfill
 from tickwork.cli.common import check_limit, open_client, read_documents
 from tickwork.cli.options import Group, Target, examples, json_flag, store_options
 from tickwork.cli.output import print_json, print_table
@@ -32,6 +34,7 @@ def jobs() -> None:
 
 
 JOB = click.argument("job", metavar="JOB")
+jobs.add_command(backfill)
 
 
 @jobs.command("create", epilog=examples(

@@ -30,10 +30,12 @@ from tickwork.errors import Conflict, StoreUnavailable, TickworkError, Validatio
 from tickwork.models import (
     Attempt,
     AttemptOutcome,
+    Backfill,
     Job,
     JobSpec,
     Occurrence,
     OccurrenceState,
+    Overlap,
     Trigger,
 )
 from tickwork.schedules.structured import Fire
@@ -41,7 +43,7 @@ from tickwork.schedules.structured import Fire
 PAGE = 500  # the API's largest page of jobs or runs
 PREVIEW_PAGE = 100  # the API's most fire times in one preview
 TIMEOUT_SECONDS = 30.0
-_JOB_FIELDS = ("id", "next_run_at", "created_at", "updated_at")
+_JOB_FIELDS = ("id", "next_run_at", "created_at", "updated_at", "created_by", "updated_by")
 # what the API adds to a calendar document (calendar_json, the calendar page's "jobs",
 # change_json's outcome)
 _CALENDAR_FIELDS = ("version", "created_at", "updated_at", "jobs", "replanned_jobs",
@@ -157,6 +159,20 @@ class RemoteClient:
             if sum(f.excluded_by is None for f in page) < count:
                 break  # the schedule ends, or nothing more within the preview's horizon
         return fires
+
+    async def backfill(self, ref: str, since: datetime, until: datetime, *,
+                       limit: int = MAX_BATCH, overlap: Overlap | str | None = None,
+                       dry_run: bool = False) -> Backfill:
+        """``AsyncClient.backfill`` through ``POST /jobs/{ref}/backfill``."""
+        body = await self._call("POST", f"/jobs/{_segment(ref)}/backfill", json=_present({
+            "from": when(since), "to": when(until), "limit": limit,
+            "overlap": None if overlap is None else str(overlap), "dry_run": dry_run}))
+        return Backfill(
+            job_id=body["job_id"], since=_instant(body["from"]), until=_instant(body["to"]),
+            fire_times=[_instant(t) for t in body["fire_times"]],
+            existing=[_instant(t) for t in body["existing"]],
+            overlap=Overlap(body["overlap"]), overlap_chosen=body["overlap_source"] != "job",
+            dry_run=body["dry_run"], occurrences=[run_from_json(r) for r in body["items"]])
 
     # --- runs ---------------------------------------------------------------------------
 
@@ -314,7 +330,8 @@ def _maybe_instant(text: str | None) -> datetime | None:
 def job_from_json(doc: Mapping[str, Any]) -> Job:
     spec = parse_job_document({k: v for k, v in doc.items() if k not in _JOB_FIELDS}).spec
     return Job(id=doc["id"], spec=spec, next_run_at=_maybe_instant(doc.get("next_run_at")),
-               created_at=_instant(doc["created_at"]), updated_at=_instant(doc["updated_at"]))
+               created_at=_instant(doc["created_at"]), updated_at=_instant(doc["updated_at"]),
+               created_by=doc.get("created_by"), updated_by=doc.get("updated_by"))
 
 
 def run_from_json(doc: Mapping[str, Any]) -> Occurrence:
@@ -326,7 +343,8 @@ def run_from_json(doc: Mapping[str, Any]) -> Occurrence:
         idempotency_key=doc["idempotency_key"], created_at=_instant(doc["created_at"]),
         updated_at=_instant(doc["updated_at"]), lease_until=_maybe_instant(doc["lease_until"]),
         worker=doc.get("worker"), finished_at=_maybe_instant(doc.get("finished_at")),
-        last_error=doc.get("last_error"))
+        last_error=doc.get("last_error"),
+        overlap=Overlap(doc["overlap"]) if doc.get("overlap") else None)
 
 
 def attempt_from_json(doc: Mapping[str, Any], run: Occurrence) -> Attempt:

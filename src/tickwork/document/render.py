@@ -75,6 +75,19 @@ def overlap_note(b: Backfill) -> str:
     return f"{b.overlap.value} ({whose}): each run {OVERLAP_MEANING[b.overlap]}"
 
 
+def overlap_warning(b: Backfill) -> str | None:
+    """What a backfill under a policy that looks at running runs does to its new runs: they
+    are all due at once, so most of them are held back; None when that cannot happen."""
+    if len(b.new) < 2 or b.overlap in (Overlap.ALLOW_ALL, Overlap.BUFFER_ALL):
+        return None
+    fate = {Overlap.SKIP: "skipped (the first runs)",
+            Overlap.BUFFER_ONE: "skipped (the first runs, one more waits)",
+            Overlap.CANCEL_PREVIOUS: "cancelled (only the newest runs)"}[b.overlap]
+    return (f"the {len(b.new)} new runs are all due now, so under {b.overlap.value} most of "
+            f"them are {fate}; choose allow_all (all at once) or buffer_all "
+            "(one after another) to run every one")
+
+
 def backfill_json(b: Backfill, job_name: str | None = None) -> dict[str, Any]:
     """A backfill or its preview: the fire times, those that have a run already (left as they
     are), the overlap the new runs get, and (done, not previewed) the runs stored."""
@@ -84,7 +97,7 @@ def backfill_json(b: Backfill, job_name: str | None = None) -> dict[str, Any]:
         "fire_times": [when(t) for t in b.fire_times],
         "existing": [when(t) for t in b.existing], "new": len(b.new), "created": b.created,
         "overlap": b.overlap.value, "overlap_source": "backfill" if b.overlap_chosen else "job",
-        "overlap_note": overlap_note(b),
+        "overlap_note": overlap_note(b), "overlap_warning": overlap_warning(b),
         "items": [run_json(o, job_name) for o in b.occurrences],
     }
 
