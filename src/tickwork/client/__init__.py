@@ -642,6 +642,12 @@ class Client:
     def delete_job(self, ref: str, *, actor: str | None = None) -> None:
         self._run(self._inner.delete_job(ref, actor=actor))
 
+    def backfill(self, ref: str, since: datetime, until: datetime, *, limit: int = MAX_BATCH,
+                 overlap: Overlap | str | None = None, dry_run: bool = False,
+                 actor: str | None = None) -> Backfill:
+        return self._run(self._inner.backfill(ref, since, until, limit=limit, overlap=overlap,
+                                              dry_run=dry_run, actor=actor))
+
     def preview(self, job: JobInput | str, n: int = 5,
                 after: datetime | None = None) -> list[datetime]:
         return self._run(self._inner.preview(job, n, after))
