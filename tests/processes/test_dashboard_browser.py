@@ -1,8 +1,9 @@
 """The dashboard end to end in headless Chromium: create a job through the form, watch it run,
 open its run history; create a calendar and see a fire time struck through; list runs on the
 Runs page, filter them, open a run that failed before it succeeded; see a paused job without a
-next run; cancel a running run and retry a dead one, and read both in the job's history; the
-same dashboard mounted under a prefix. Screenshots go to test-artifacts/
+next run; cancel a running run and retry a dead one, and read both in the job's history; preview a
+backfill and confirm it, and see its runs in the job's history; the same dashboard mounted
+under a prefix. Screenshots go to test-artifacts/
 (git-ignored)."""
 
 from __future__ import annotations
@@ -354,5 +355,56 @@ async def test_cancel_a_running_run_and_retry_a_dead_one(service: EmbeddedServic
         await expect(page.locator("#job-history tr.audit[data-action=retry]")).to_have_count(1)
         await expect(page.locator("#job-history tr.audit[data-action=create]")).to_have_count(1)
         await page.screenshot(path=str(ARTIFACTS / "dashboard-retry.png"))
+        await browser.close()
+    assert errors == []
+
+
+HOURLY = {"name": "hourly-browser", "schedule": {"cron": "0 * * * *"}, "kind": "python",
+          "payload": {"callable": "tickwork.cli.demo:tick", "args": ["backfilled"]}}
+
+
+async def test_preview_and_confirm_a_backfill(service: EmbeddedService) -> None:
+    """The job page's Backfill form previews the fire times of a past range (nothing is
+    created yet), and Confirm creates them: the runs show in the job's run history."""
+    need_chromium()
+    from playwright.async_api import async_playwright, expect
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    client = service.client
+    assert client is not None
+    await client.create_job(HOURLY)
+    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    start = end - timedelta(hours=3)
+    local = "%Y-%m-%dT%H:%M:%S"  # datetime-local, in the page's zone (UTC below)
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        page = await browser.new_page(viewport={"width": 1280, "height": 1400},
+                                      timezone_id="UTC")
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        await page.goto(f"{base_of(service)}/dashboard/#/jobs/hourly-browser")
+        await expect(page.locator("#job-backfill")).to_be_visible()
+        await page.fill("#bf-from", start.strftime(local))
+        await page.fill("#bf-to", end.strftime(local))
+        await page.get_by_role("button", name="Preview").click()
+        await expect(page.locator("#bf-count")).to_have_text(
+            "3 fire times: 3 new, 0 with a run already (left as they are)")
+        await expect(page.locator("#bf-times li")).to_have_count(3)
+        await expect(page.locator("#bf-warning")).to_contain_text("under skip")
+        assert await page.locator("#runs tr.run").count() == 0  # a preview creates nothing
+        await page.select_option("#bf-overlap", "allow_all")
+        await expect(page.locator("#bf-confirm")).to_be_hidden()  # the preview was dropped
+        await page.get_by_role("button", name="Preview").click()
+        await expect(page.locator("#bf-preview")).to_contain_text("allow_all (chosen")
+        await expect(page.locator("#bf-warning")).to_have_count(0)
+        await page.screenshot(path=str(ARTIFACTS / "dashboard-backfill-preview.png"))
+        await page.get_by_role("button", name="Confirm: create 3 runs").click()
+        await expect(page.get_by_text("Backfill: created 3 runs")).to_be_visible()
+        runs = page.locator("#runs tr.run", has_text="backfill")
+        await expect(runs).to_have_count(3)
+        await expect(page.locator("#runs tr.run[data-state=succeeded]")).to_have_count(
+            3, timeout=20_000)  # allow_all: every one ran
+        await expect(page.locator("#job-history tr.audit[data-action=backfill]")).to_have_count(1)
+        await page.screenshot(path=str(ARTIFACTS / "dashboard-backfill.png"))
         await browser.close()
     assert errors == []

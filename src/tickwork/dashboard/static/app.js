@@ -281,6 +281,7 @@ async function jobPage(ref) {
     el("div", { class: "card" }, el("h2", { text: "History" }), el("table", { id: "job-history" },
       el("thead", {}, el("tr", {}, ["When", "Who", "What", "Details"].map((t) => el("th", { text: t })))), history)));
   view.append(await jobAlertsCard(job));
+  view.append(backfillCard(job, () => refresh()));
   const preview = await api("GET", `/api/v1/jobs/${enc(job.id)}/preview?count=5`);
   description.textContent = preview.description;
   if (job.paused) times.replaceChildren(el("li", { class: "muted", text: "Paused: nothing fires until it is resumed." }));
