@@ -30,18 +30,20 @@ from tickwork.errors import Conflict, StoreUnavailable, TickworkError, Validatio
 from tickwork.models import (
     Attempt,
     AttemptOutcome,
+    ChainEvent,
     Job,
     JobSpec,
     Occurrence,
     OccurrenceState,
     Trigger,
+    Upstream,
 )
 from tickwork.schedules.structured import Fire
 
 PAGE = 500  # the API's largest page of jobs or runs
 PREVIEW_PAGE = 100  # the API's most fire times in one preview
 TIMEOUT_SECONDS = 30.0
-_JOB_FIELDS = ("id", "next_run_at", "created_at", "updated_at")
+_JOB_FIELDS = ("id", "next_run_at", "created_at", "updated_at", "created_by", "updated_by")
 # what the API adds to a calendar document (calendar_json, the calendar page's "jobs",
 # change_json's outcome)
 _CALENDAR_FIELDS = ("version", "created_at", "updated_at", "jobs", "replanned_jobs",
@@ -314,7 +316,8 @@ def _maybe_instant(text: str | None) -> datetime | None:
 def job_from_json(doc: Mapping[str, Any]) -> Job:
     spec = parse_job_document({k: v for k, v in doc.items() if k not in _JOB_FIELDS}).spec
     return Job(id=doc["id"], spec=spec, next_run_at=_maybe_instant(doc.get("next_run_at")),
-               created_at=_instant(doc["created_at"]), updated_at=_instant(doc["updated_at"]))
+               created_at=_instant(doc["created_at"]), updated_at=_instant(doc["updated_at"]),
+               created_by=doc.get("created_by"), updated_by=doc.get("updated_by"))
 
 
 def run_from_json(doc: Mapping[str, Any]) -> Occurrence:
@@ -326,7 +329,16 @@ def run_from_json(doc: Mapping[str, Any]) -> Occurrence:
         idempotency_key=doc["idempotency_key"], created_at=_instant(doc["created_at"]),
         updated_at=_instant(doc["updated_at"]), lease_until=_maybe_instant(doc["lease_until"]),
         worker=doc.get("worker"), finished_at=_maybe_instant(doc.get("finished_at")),
-        last_error=doc.get("last_error"))
+        last_error=doc.get("last_error"), upstream=upstream_from_json(doc.get("upstream")))
+
+
+def upstream_from_json(doc: Mapping[str, Any] | None) -> Upstream | None:
+    if doc is None:
+        return None
+    return Upstream(job_id=doc["job_id"], job_name=doc["job_name"],
+                    scheduled_at=_instant(doc["scheduled_at"]), attempt=doc["attempt"],
+                    event=ChainEvent(doc["event"]), idempotency_key=doc["idempotency_key"],
+                    output=doc.get("output"))
 
 
 def attempt_from_json(doc: Mapping[str, Any], run: Occurrence) -> Attempt:
