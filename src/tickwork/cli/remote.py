@@ -31,12 +31,14 @@ from tickwork.models import (
     Attempt,
     AttemptOutcome,
     Backfill,
+    ChainEvent,
     Job,
     JobSpec,
     Occurrence,
     OccurrenceState,
     Overlap,
     Trigger,
+    Upstream,
 )
 from tickwork.schedules.structured import Fire
 
@@ -343,8 +345,17 @@ def run_from_json(doc: Mapping[str, Any]) -> Occurrence:
         idempotency_key=doc["idempotency_key"], created_at=_instant(doc["created_at"]),
         updated_at=_instant(doc["updated_at"]), lease_until=_maybe_instant(doc["lease_until"]),
         worker=doc.get("worker"), finished_at=_maybe_instant(doc.get("finished_at")),
-        last_error=doc.get("last_error"),
+        last_error=doc.get("last_error"), upstream=upstream_from_json(doc.get("upstream")),
         overlap=Overlap(doc["overlap"]) if doc.get("overlap") else None)
+
+
+def upstream_from_json(doc: Mapping[str, Any] | None) -> Upstream | None:
+    if doc is None:
+        return None
+    return Upstream(job_id=doc["job_id"], job_name=doc["job_name"],
+                    scheduled_at=_instant(doc["scheduled_at"]), attempt=doc["attempt"],
+                    event=ChainEvent(doc["event"]), idempotency_key=doc["idempotency_key"],
+                    output=doc.get("output"))
 
 
 def attempt_from_json(doc: Mapping[str, Any], run: Occurrence) -> Attempt:
