@@ -140,6 +140,20 @@ GOOD: list[tuple[tuple[str, ...], Any]] = [
     (("runs", "list"), None),
     (("runs", "list", "--json", "--oldest-first"), None),
     (("runs", "list", "--job", "hello", "--state", "scheduled", "--limit", "1", "--json"), None),
+    # run control on job-1's triggered run ({run}: its scheduled_at in this session)
+    (("runs", "cancel", "job-1", "{run}"), None),
+    (("runs", "show", "job-1", "{run}"), None),
+    (("runs", "retry", "job-1", "{run}", "--json"), None),
+    (("runs", "cancel", "job-1", "{run}", "--json"), None),
+    (("runs", "show", "job-1", "{run}", "--json"), None),
+    (("jobs", "audit", "hello"), None),
+    (("jobs", "audit", "job-1", "--json"), None),
+    (("jobs", "audit", "hello", "--after", "1", "--limit", "2", "--json"), None),
+    (("audit", "list"), None),
+    (("audit", "list", "--since", "2000-01-01T00:00:00Z", "--limit", "3", "--json"), None),
+    (("audit", "list", "--after", "4", "--json"), None),
+    (("alerts", "list"), None),
+    (("alerts", "list", "--job", "hello", "--state", "firing", "--json"), None),
     (("queues", "list", "--json"), None),
     (("queues", "pause", "mail"), None),
     (("queues", "list"), None),
@@ -174,6 +188,16 @@ BAD: list[tuple[tuple[str, ...], Any]] = [
     (("runs", "list", "--job", "nosuch"), None),
     (("runs", "list", "--since", "yesterday"), None),
     (("runs", "show", "hello", "2030-01-01T00:00:00Z"), None),
+    (("runs", "cancel", "hello", "2030-01-01T00:00:00Z"), None),
+    (("runs", "cancel", "job-1", "{run}"), None),  # cancelled already: a conflict
+    (("runs", "retry", "hello", "2030-01-01T00:00:00Z"), None),
+    (("runs", "cancel", "nosuch", "2030-01-01T00:00:00Z"), None),
+    (("runs", "retry", "hello", "yesterday"), None),
+    (("jobs", "audit", "nosuch"), None),
+    (("jobs", "audit", "hello", "--limit", "0"), None),
+    (("audit", "list", "--since", "yesterday"), None),
+    (("alerts", "list", "--job", "nosuch"), None),
+    (("alerts", "list", "--limit", "501"), None),
     (("queues", "pause", "bad queue"), None),
     (("calendars", "delete", "weekend"), None),
     (("calendars", "show", "nosuch"), None),
@@ -201,12 +225,19 @@ def test_every_command_says_the_same_through_the_api_as_on_the_database(
     local = f"sqlite:///{tmp_path}/local.db"
     assert tw("migrate", "--database", local)[0] == 0
     url, tokens = api
+    for variable in ("LOGNAME", "USER", "LNAME", "USERNAME"):  # the OS user, as the token's
+        monkeypatch.setenv(variable, "cli-admin")                 # name: who acts reads alike
     seen: dict[str, list[tuple[int, str, str]]] = {"database": [], "api": []}
     for mode, extra in (("database", ("--database", local)),
                         ("api", ("--api", url, "--token", tokens["admin"]))):
+        run_at = None
         for args, doc in SESSION:
             stdin = None if doc is None else json.dumps(doc)
-            code, out, err = tw(*args, *extra, stdin=stdin)
+            if "{run}" in args and run_at is None:  # job-1's triggered run, found once
+                [run] = json.loads(tw("runs", "list", "--job", "job-1", *extra, "--json")[1])
+                run_at = run["scheduled_at"]
+            code, out, err = tw(*(run_at if a == "{run}" else a for a in args), *extra,
+                                stdin=stdin)
             seen[mode].append((code, normalised(out), normalised(err)))
     for (args, _), there, here in zip(SESSION, seen["database"], seen["api"], strict=True):
         assert here == there, " ".join(args)
@@ -226,7 +257,12 @@ def test_every_command_says_the_same_through_the_api_as_on_the_database(
     assert code == 0, err
     assert json.loads(out)["attempts"] == []
     code, out, _ = tw("runs", "show", "job-1", run["scheduled_at"])
-    assert out.startswith(f"job-1 @ {run['scheduled_at']}: scheduled, attempt 0 of 1")
+    assert out.startswith(f"job-1 @ {run['scheduled_at']}: cancelled, attempt 0 of 1")
+    assert out.endswith("\nlast error: cancelled by cli-admin\n")  # the session cancelled it
+    code, out, _ = tw("jobs", "audit", "job-1", "--json")
+    assert [(e["action"], e["actor"]) for e in json.loads(out)] == [
+        ("create", "cli-admin"), ("trigger", "cli-admin"), ("cancel", "cli-admin"),
+        ("retry", "cli-admin"), ("cancel", "cli-admin")]
 
 
 def test_the_variables_choose_the_api_and_a_database_flag_wins_over_them(

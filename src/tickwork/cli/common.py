@@ -17,9 +17,10 @@ from tickwork.config import Settings, load_settings
 from tickwork.document import parse_instant
 from tickwork.document.text import check_text
 from tickwork.drivers.admin import QueueInfo
+from tickwork.drivers.alerts import StoredAlert
 from tickwork.drivers.calendars import StoredCalendar
 from tickwork.errors import ValidationError
-from tickwork.models import Attempt, Backfill, Job, JobSpec, Occurrence, Overlap
+from tickwork.models import Attempt, AuditEntry, Backfill, Job, JobSpec, Occurrence, Overlap
 from tickwork.schedules.structured import Fire
 
 
@@ -33,8 +34,9 @@ def settings_from(target: Target, **flags: object) -> Settings:
 
 
 class ManagementClient(Protocol):
-    """What the job, run, queue and calendar commands use: ``AsyncClient`` on a database,
-    or ``tickwork.cli.remote.RemoteClient`` over the REST API."""
+    """What the job, run, queue, calendar, audit and alert commands use: ``AsyncClient`` on
+    a database, or ``tickwork.cli.remote.RemoteClient`` over the REST API. Run control names
+    no actor: the client records the OS user on a database, the API the token's name."""
 
     async def close(self) -> None: ...
     async def create_jobs(self, jobs: Sequence[JobSpec]) -> list[Job]: ...
@@ -58,6 +60,12 @@ class ManagementClient(Protocol):
                         limit: int = 50, newest_first: bool = True) -> list[Occurrence]: ...
     async def get_run(self, job: str,
                       scheduled_at: datetime) -> tuple[Occurrence, list[Attempt]]: ...
+    async def cancel_run(self, job: str, scheduled_at: datetime) -> Occurrence: ...
+    async def retry_run(self, job: str, scheduled_at: datetime) -> Occurrence: ...
+    async def audit(self, *, job: str | None = None, since: datetime | None = None,
+                    after_id: int | None = None, limit: int = 100) -> list[AuditEntry]: ...
+    async def list_alerts(self, *, job: str | None = None, state: str | None = None,
+                          limit: int = 50) -> list[StoredAlert]: ...
     async def list_queues(self) -> list[QueueInfo]: ...
     async def pause_queue(self, name: str) -> QueueInfo: ...
     async def resume_queue(self, name: str) -> QueueInfo: ...

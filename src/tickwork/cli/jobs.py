@@ -1,5 +1,5 @@
-"""``tickwork jobs create|list|show|update|pause|resume|trigger|delete`` (and ``backfill``,
-from cli/backfill.py)."""
+"""``tickwork jobs create|list|show|update|pause|resume|trigger|delete|audit`` (and
+``backfill``, from cli/backfill.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from tickwork.cli.audit import AFTER_HELP, LIMIT_HELP, print_audit
 from tickwork.cli.backfill import backfill
 from tickwork.cli.common import check_limit, open_client, read_documents
 from tickwork.cli.options import Group, Target, examples, json_flag, store_options
@@ -147,6 +148,8 @@ def _show(job: Job, fires: list[Fire], *, as_json: bool) -> int:
         ("queue", job.spec.queue), ("priority", job.spec.priority),
         ("paused", job.spec.paused), ("next run", when(job.next_run_at) or "-"),
         ("tags", ", ".join(job.spec.tags)),
+        ("created", f"{when(job.created_at)} by {job.created_by or '-'}"),
+        ("updated", f"{when(job.updated_at)} by {job.updated_by or '-'}"),
     ])
     if fires:
         print("\nnext fire times:")
@@ -232,6 +235,30 @@ async def trigger_job(target: Target, job: str, as_json: bool) -> int:
         print_json(run_json(occ))
     else:
         print(f"triggered: run {occ.idempotency_key} is due now")
+    return 0
+
+
+@jobs.command("audit", epilog=examples(
+    "tickwork jobs audit nightly-report",
+    "tickwork jobs audit nightly-report --limit 20 --json",
+    "tickwork jobs audit nightly-report --after 120   # the entries after id 120"))
+@JOB
+@click.option("--after", "after_id", type=int, metavar="ID", help=AFTER_HELP)
+@click.option("--limit", type=int, default=100, show_default=True, metavar="N",
+              help=LIMIT_HELP)
+@json_flag()
+@store_options(api=True)
+async def audit_job(*, target: Target, job: str, after_id: int | None, limit: int,
+                    as_json: bool) -> int:
+    """List a job's recorded changes (a deleted job's too), oldest first: when, who (the API
+    token's name, or the OS user), what, and for an update each field before and after."""
+    check_limit(limit)
+    client = await open_client(target)
+    try:
+        found = await client.audit(job=job, after_id=after_id, limit=limit)
+    finally:
+        await client.close()
+    print_audit(found, as_json=as_json)
     return 0
 
 

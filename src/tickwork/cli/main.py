@@ -20,7 +20,9 @@ import click
 
 from tickwork import __version__
 from tickwork.cli import (
+    alerts,
     api,
+    audit,
     bench,
     calendars,
     distributed,
@@ -89,7 +91,7 @@ def completion(shell: str) -> int:
 def build_cli() -> click.Group:
     for group in (service.run, service.migrate, distributed.scheduler, distributed.worker,
                   api.api, jobs.jobs, calendars.calendars, runs.runs, queues.queues,
-                  api.tokens, secrets.secrets, bench.bench):
+                  audit.audit, alerts.alerts, api.tokens, secrets.secrets, bench.bench):
         cli.add_command(group)
     return cli
 

@@ -24,12 +24,15 @@ from tickwork.client.calendars import CalendarChange
 from tickwork.document import job_document, parse_job_document
 from tickwork.document.render import when
 from tickwork.drivers.admin import QueueInfo
+from tickwork.drivers.alerts import MAX_ALERTS, AlertDelivery, StoredAlert
 from tickwork.drivers.base import MAX_BATCH
 from tickwork.drivers.calendars import StoredCalendar
 from tickwork.errors import Conflict, StoreUnavailable, TickworkError, ValidationError
 from tickwork.models import (
     Attempt,
     AttemptOutcome,
+    AuditAction,
+    AuditEntry,
     Backfill,
     ChainEvent,
     Job,
@@ -46,6 +49,7 @@ PAGE = 500  # the API's largest page of jobs or runs
 PREVIEW_PAGE = 100  # the API's most fire times in one preview
 TIMEOUT_SECONDS = 30.0
 _JOB_FIELDS = ("id", "next_run_at", "created_at", "updated_at", "created_by", "updated_by")
+AUDIT_PAGE = 500  # the API's largest page of audit entries
 # what the API adds to a calendar document (calendar_json, the calendar page's "jobs",
 # change_json's outcome)
 _CALENDAR_FIELDS = ("version", "created_at", "updated_at", "jobs", "replanned_jobs",
@@ -202,6 +206,40 @@ class RemoteClient:
         run = run_from_json(body["run"])
         return run, [attempt_from_json(a, run) for a in body["attempts"]]
 
+    async def cancel_run(self, job: str, scheduled_at: datetime) -> Occurrence:
+        """The API records the token's name as who cancelled it."""
+        return run_from_json(await self._call("POST", f"{_run_path(job, scheduled_at)}/cancel"))
+
+    async def retry_run(self, job: str, scheduled_at: datetime) -> Occurrence:
+        """The API records the token's name as who retried it."""
+        return run_from_json(await self._call("POST", f"{_run_path(job, scheduled_at)}/retry"))
+
+    # --- the audit trail and alerts -----------------------------------------------------
+
+    async def audit(self, *, job: str | None = None, since: datetime | None = None,
+                    after_id: int | None = None, limit: int = 100) -> list[AuditEntry]:
+        """Recorded changes, oldest first, in pages; a job's audit has no ``since`` in the
+        API, so it is applied here."""
+        path = f"/jobs/{_segment(job)}/audit" if job else "/audit"
+        cursor = _cursor([str(after_id)]) if after_id is not None else None
+        found: list[AuditEntry] = []
+        while len(found) < limit:
+            page = await self._call("GET", path, params=_present({
+                "since": None if job else when(since), "cursor": cursor,
+                "limit": min(AUDIT_PAGE, limit - len(found))}))
+            found += [e for e in map(audit_from_json, page["items"])
+                      if since is None or e.at >= since]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                break
+        return found[:limit]
+
+    async def list_alerts(self, *, job: str | None = None, state: str | None = None,
+                          limit: int = 50) -> list[StoredAlert]:
+        body = await self._call("GET", "/alerts", params=_present(
+            {"job": job, "state": state, "limit": min(limit, MAX_ALERTS)}))
+        return [alert_from_json(a) for a in body["items"]]
+
     # --- queues -------------------------------------------------------------------------
 
     async def list_queues(self) -> list[QueueInfo]:
@@ -307,6 +345,10 @@ def _json(response: httpx.Response) -> Any:
         return None
 
 
+def _run_path(job: str, scheduled_at: datetime) -> str:
+    return f"/jobs/{_segment(job)}/runs/{_segment(str(when(scheduled_at)))}"
+
+
 def _segment(text: str) -> str:
     return quote(text, safe="")
 
@@ -356,6 +398,31 @@ def upstream_from_json(doc: Mapping[str, Any] | None) -> Upstream | None:
                     scheduled_at=_instant(doc["scheduled_at"]), attempt=doc["attempt"],
                     event=ChainEvent(doc["event"]), idempotency_key=doc["idempotency_key"],
                     output=doc.get("output"))
+
+
+def audit_from_json(doc: Mapping[str, Any]) -> AuditEntry:
+    return AuditEntry(id=doc["id"], at=_instant(doc["at"]), actor=doc.get("actor"),
+                      action=AuditAction(doc["action"]), job_id=doc.get("job_id"),
+                      job_name=doc.get("job_name"),
+                      scheduled_at=_maybe_instant(doc.get("scheduled_at")),
+                      details=doc.get("details"))
+
+
+def alert_from_json(doc: Mapping[str, Any]) -> StoredAlert:
+    """An alert as the API shows it: its deliveries without their payloads, which the API
+    never sends (a webhook URL is a credential)."""
+    fired = _instant(doc["fired_at"])
+    deliveries = tuple(AlertDelivery(
+        id=d["id"], alert_id=doc["id"], event=d["event"], channel=d["channel"], kind=d["kind"],
+        payload="", state=d["state"], attempts=d["attempts"],
+        next_attempt_at=_maybe_instant(d.get("next_attempt_at")) or _instant(d["created_at"]),
+        created_at=_instant(d["created_at"]), finished_at=_maybe_instant(d.get("finished_at")),
+        last_error=d.get("last_error")) for d in doc.get("deliveries", ()))
+    return StoredAlert(id=doc["id"], job_id=doc["job_id"], job_name=doc["job_name"],
+                       condition=doc["condition"], state=doc["state"], detail=doc["detail"],
+                       notified=doc["notified"], fired_at=fired, updated_at=fired,
+                       resolved_at=_maybe_instant(doc.get("resolved_at")),
+                       deliveries=deliveries)
 
 
 def attempt_from_json(doc: Mapping[str, Any], run: Occurrence) -> Attempt:
