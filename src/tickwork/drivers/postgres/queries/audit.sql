@@ -7,7 +7,7 @@ VALUES (%(now)s, %(actor)s, %(action)s, %(job_id)s,
 -- name: audit_insert_created
 -- One 'create' entry per job of a batch, read from the rows just written.
 INSERT INTO audit_log (created_at, actor, action, job_id, job_name)
-SELECT created_at, created_by, 'create', id, name FROM jobs WHERE id = ANY(%(ids)s::text[])
+SELECT created_at, created_by, 'create', id, name FROM jobs WHERE id = ANY(%(ids)b::text[])
 
 -- name: jobs_deleted_by_ref
 SELECT * FROM jobs WHERE (id = %(ref)s OR name = %(ref)s) AND deleted_at IS NOT NULL
