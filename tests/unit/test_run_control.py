@@ -48,6 +48,31 @@ async def test_cancelling_a_running_async_job_stops_it_at_once(harness: Harness)
     assert harness.pool.running_count == 0
 
 
+async def test_a_cancelled_sync_job_is_noted_as_running_on_in_its_thread(
+        harness: Harness) -> None:
+    name = "cancel-sync"
+    EVENTS[f"{name}:started"] = threading.Event()
+    EVENTS[name] = threading.Event()
+    await harness.client.create_job({
+        "name": "blocks", "schedule": {"at": rfc3339(START)}, "kind": "python",
+        "payload": {"callable": "tickwork.testing.jobs:block_until", "args": [name]},
+        "timeout_seconds": 300})
+    await harness.tick()
+    assert await asyncio.to_thread(EVENTS[f"{name}:started"].wait, 10)
+    [task] = [r.task for q in harness.pool.queues.values() for r in q.running.values()]
+    await harness.client.cancel_run("blocks", START, actor="bob")
+    await harness.pool.heartbeat_once(harness.clock.now())  # the worker learns it here
+    await asyncio.gather(task, return_exceptions=True)  # and has noted it when this ends
+    EVENTS[name].set()  # the thread ran on until now
+    run, attempts = await harness.client.get_run("blocks", START)
+    assert attempts[0].error is not None
+    assert attempts[0].error.startswith("cancelled by bob; its synchronous callable runs in a "
+                                        "thread, which cannot be stopped")
+    assert run.state is S.CANCELLED
+    assert run.last_error == attempts[0].error
+    assert harness.pool.running_count == 0
+
+
 async def test_a_dead_run_retried_runs_as_its_next_attempt(harness: Harness) -> None:
     job = await harness.client.create_job({**DOC, "payload": {"url": "http://127.0.0.1:9/"}})
     await harness.tick()

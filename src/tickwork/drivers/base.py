@@ -273,6 +273,16 @@ class OccurrenceCancelParams:
 
 
 @dataclass(frozen=True, slots=True)
+class AttemptNoteParams:
+    """Add a note to an attempt that has ended (its error text, and the run's last error if
+    the run ended with it): what a worker learned after the store ended the attempt, such as
+    a synchronous callable it could not stop."""
+
+    ref: LeaseRef
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
 class OccurrenceCancelOneParams:
     """Cancel one run: waiting (scheduled, queued, retrying) or running. It ends ``cancelled``
     with ``last_error`` saying who cancelled it; a running attempt ends ``failed`` with the same
@@ -411,6 +421,9 @@ class Store(CalendarStore, AlertStore, Protocol):
     async def occurrence_rescue(self, p: OccurrenceRescueParams) -> list[Rescued]: ...
     async def occurrence_cancel(self, p: OccurrenceCancelParams) -> int: ...
     async def occurrence_cancel_one(self, p: OccurrenceCancelOneParams) -> Occurrence: ...
+    async def attempt_note(self, p: AttemptNoteParams) -> bool:
+        """True if the attempt exists and has ended (a running one is never noted)."""
+        ...
     async def occurrence_retry(self, p: OccurrenceRetryParams) -> Occurrence: ...
     async def occurrence_get(self, job_id: str, scheduled_at: datetime) -> Occurrence: ...
     async def occurrence_list(self, p: OccurrenceListParams) -> list[Occurrence]: ...

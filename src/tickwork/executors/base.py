@@ -7,6 +7,7 @@ holds outside resources (a child process) must release them on cancellation.
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import json
 from collections.abc import Callable, Mapping
@@ -66,6 +67,12 @@ class ExecutionContext:
     trace_headers: Mapping[str, str] = field(default_factory=dict)
     # For a run a chain triggered: the run of the other job whose end triggered it.
     upstream: Upstream | None = None
+
+
+class ThreadRunsOn(asyncio.CancelledError):
+    """The attempt was cancelled while its work ran in a thread, which cannot be stopped: the
+    work runs to its end, and its result is discarded. A cancellation still (the task ends
+    cancelled), which the worker notes on the attempt when the store had ended it."""
 
 
 class Executor(Protocol):

@@ -29,6 +29,7 @@ from tickwork.executors.base import (
     ExecutionContext,
     ExecutorSettings,
     PayloadMemo,
+    ThreadRunsOn,
     cap_text,
     json_problem,
     payload_object,
@@ -325,7 +326,10 @@ async def _call(func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any
         # A thread cannot be stopped: on cancellation the worker moves on and the call runs out.
         # asyncio.to_thread on a thread pool of our own (the job's context variables too).
         call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
-        result = await asyncio.get_running_loop().run_in_executor(threads, call)
+        try:
+            result = await asyncio.get_running_loop().run_in_executor(threads, call)
+        except asyncio.CancelledError as exc:
+            raise ThreadRunsOn(*exc.args) from exc
     if inspect.isawaitable(result):  # async functions, and sync ones returning a coroutine
         result = await result
     return result

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 
 from tickwork.clock import Clock, wait_event
 from tickwork.drivers.base import (
+    AttemptNoteParams,
     Completion,
     LeaseRef,
     NewOccurrence,
@@ -29,7 +30,7 @@ from tickwork.drivers.base import (
 )
 from tickwork.drivers.chaining import chain_fire
 from tickwork.errors import reported_outage
-from tickwork.executors.base import ExecutionContext, Executor
+from tickwork.executors.base import ExecutionContext, Executor, ThreadRunsOn
 from tickwork.models import Claim
 from tickwork.outcomes import Fail, Result, TimedOut
 from tickwork.worker.completer import Completer
@@ -46,12 +47,16 @@ log = logging.getLogger("tickwork.worker")
 # serves many occurrences instead of one or two. Short enough to be lost in any job's run.
 CLAIM_LINGER_SECONDS = 0.005
 
+THREAD_RUNS_ON = ("its synchronous callable runs in a thread, which cannot be stopped: it runs "
+                  "to its end, and its result is discarded")
+
 
 @dataclass(slots=True)
 class _Running:
     claim: Claim
     task: asyncio.Task[None] | None = None
     lost: bool = False  # the store no longer gives this attempt to us: drop its result
+    ended_by_store: bool = False  # lost because the store ended it (cancelled, rescued)
 
 
 @dataclass(slots=True)
@@ -273,12 +278,14 @@ class WorkerPool:
         )
         try:
             result = await self._run_with_timeout(ctx)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
             if span is not None:
                 span.end(None, None)
             q.running.pop(claim.key, None)
             if not running.lost:
                 raise
+            if running.ended_by_store and isinstance(exc, ThreadRunsOn):
+                await self._note_thread_runs_on(claim)
             return  # cancelled because the lease is gone or we are shutting down: no result
         finished = self.clock.now()
         q.running.pop(claim.key, None)
@@ -301,6 +308,19 @@ class WorkerPool:
         failpoint("after_execute")  # fault tests: die with the result unwritten
         applied = await self.completer.submit(completion)
         await self.source.after_complete(claim, completion, applied)
+
+    async def _note_thread_runs_on(self, claim: Claim) -> None:
+        """The store ended an attempt whose callable runs in a thread: say so on the attempt
+        and its run, since the callable goes on (its result is discarded)."""
+        log.warning("%s @ %s attempt %d: %s", claim.job.spec.name,
+                    claim.occurrence.scheduled_at.isoformat(), claim.occurrence.attempt,
+                    THREAD_RUNS_ON)
+        try:
+            await self.store.attempt_note(AttemptNoteParams(ref=_ref(claim),
+                                                            note=THREAD_RUNS_ON))
+        except Exception as exc:  # the log line above says it already
+            if not reported_outage(exc):
+                log.exception("noting the attempt failed")
 
     async def _run_with_timeout(self, ctx: ExecutionContext) -> Result:
         executor = self.executors.get(ctx.kind)
@@ -358,6 +378,7 @@ class WorkerPool:
                 log.warning("stopping %s @ %s attempt %d: %s", ref.job_id,
                             ref.scheduled_at.isoformat(), ref.attempt, why)
                 running.lost = True
+                running.ended_by_store = True
                 if running.task is not None:
                     running.task.cancel()
 

@@ -63,6 +63,13 @@ class ControlMethods:
                         details={"state": before.state.value, "attempt": before.attempt})
         return occurrence_from_row(row)
 
+    async def attempt_note(self, p: b.AttemptNoteParams) -> bool:
+        async with self.pool.statement() as conn:
+            row = await fetch_one(conn, Q["attempt_note"], {
+                "job_id": p.ref.job_id, "scheduled_at": p.ref.scheduled_at,
+                "attempt": p.ref.attempt, "note": p.note})
+        return bool(row and row["noted"])
+
     async def occurrence_retry(self, p: b.OccurrenceRetryParams) -> Occurrence:
         key = {"job_id": p.job_id, "scheduled_at": p.scheduled_at}
         async with self.pool.transaction() as conn:

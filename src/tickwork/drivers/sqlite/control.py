@@ -74,6 +74,17 @@ class SqliteControlMethods:
 
         return await self._conn.run(run)
 
+    async def attempt_note(self, p: b.AttemptNoteParams) -> bool:
+        def run(conn: sqlite3.Connection) -> bool:
+            key = (p.ref.job_id, to_us(p.ref.scheduled_at), p.ref.attempt)
+            with write_transaction(conn):
+                if conn.execute(Q["attempt_note"], (p.note, p.note, *key)).rowcount == 0:
+                    return False
+                conn.execute(Q["occurrence_note"], (p.note, p.note, *key))
+                return True
+
+        return await self._conn.run(run)
+
     async def occurrence_retry(self, p: b.OccurrenceRetryParams) -> Occurrence:
         def run(conn: sqlite3.Connection) -> Occurrence:
             now = to_us(p.now)

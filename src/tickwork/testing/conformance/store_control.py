@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tickwork.drivers.base import (
+    AttemptNoteParams,
     AuditListParams,
     JobDeleteParams,
     JobSetPausedParams,
@@ -85,6 +86,21 @@ class ControlConformance:
             # the late result is fenced off: the run stays cancelled
             assert await complete(store, NOW + seconds(3), completion(c)) == [False]
             assert (await store.occurrence_get(job.id, NOW)).state is S.CANCELLED
+
+        async def test_a_note_goes_on_the_ended_attempt_and_its_run(self, store: Store) -> None:
+            job = await add_job(store, "j")
+            await add_occurrences(store, job, NOW)
+            c = await claim_one(store, NOW)
+            note = AttemptNoteParams(ref=ref(c), note="it ran on")
+            assert await store.attempt_note(note) is False  # running: nothing to note yet
+            assert await _cancel(store, job) is S.CANCELLED
+            assert await store.attempt_note(note) is True
+            (a,) = await store.attempt_list(job.id, NOW)
+            assert a.error == "cancelled by alice; it ran on"
+            assert (await store.occurrence_get(job.id, NOW)).last_error == (
+                "cancelled by alice; it ran on")
+            other = AttemptNoteParams(ref=ref(c).__class__(job.id, NOW, 2), note="x")
+            assert await store.attempt_note(other) is False  # no such attempt
 
         async def test_an_ended_run_is_a_conflict(self, store: Store) -> None:
             job = await add_job(store, "j")

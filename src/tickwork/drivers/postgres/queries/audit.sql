@@ -40,3 +40,21 @@ WHERE job_id = %(job_id)s AND scheduled_at = %(scheduled_at)s
   AND state IN ('dead', 'crashed', 'cancelled')
   AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = occurrences.job_id AND j.deleted_at IS NULL)
 RETURNING *
+
+-- name: attempt_note
+-- A note on an ended attempt, and on its run when the run ended with it.
+WITH noted AS (
+    UPDATE attempts
+    SET error = CASE WHEN error IS NULL OR error = '' THEN %(note)s
+                     ELSE error || '; ' || %(note)s END
+    WHERE job_id = %(job_id)s AND scheduled_at = %(scheduled_at)s AND number = %(attempt)s
+      AND outcome IS NOT NULL
+    RETURNING job_id
+), run AS (
+    UPDATE occurrences
+    SET last_error = CASE WHEN last_error IS NULL OR last_error = '' THEN %(note)s
+                          ELSE last_error || '; ' || %(note)s END
+    WHERE job_id = %(job_id)s AND scheduled_at = %(scheduled_at)s AND attempt = %(attempt)s
+      AND state <> 'running' AND EXISTS (SELECT 1 FROM noted)
+)
+SELECT count(*) AS noted FROM noted

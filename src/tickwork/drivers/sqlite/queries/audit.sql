@@ -29,3 +29,13 @@ UPDATE occurrences SET state = 'retrying', due_at = ?, updated_at = ?, finished_
     lease_until = NULL, worker = NULL
 WHERE job_id = ? AND scheduled_at = ? AND state IN ('dead', 'crashed', 'cancelled')
   AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = occurrences.job_id AND j.deleted_at IS NULL)
+
+-- name: attempt_note
+UPDATE attempts SET error = CASE WHEN error IS NULL OR error = '' THEN ? ELSE error || '; ' || ? END
+WHERE job_id = ? AND scheduled_at = ? AND number = ? AND outcome IS NOT NULL
+
+-- name: occurrence_note
+UPDATE occurrences
+SET last_error = CASE WHEN last_error IS NULL OR last_error = '' THEN ?
+                      ELSE last_error || '; ' || ? END
+WHERE job_id = ? AND scheduled_at = ? AND attempt = ? AND state <> 'running'
