@@ -89,7 +89,7 @@ class AuditAction(StrEnum):
     BACKFILL = "backfill"
 
 
-KINDS = ("http", "slack", "email", "shell", "python")
+KINDS = ("http", "slack", "email", "shell", "python", "publish")
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ tickwork.config.checks. A typo is an error.
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import os
 import re
@@ -36,6 +37,7 @@ from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors.base import ExecutorSettings
 from tickwork.logs import LOG_FORMATS
 from tickwork.schedules import parse_duration
+from tickwork.secrets import CONFIG_REF_PREFIX
 
 __all__ = [
     "CONFIG_ENV",
@@ -69,7 +71,8 @@ NOT_SETTINGS = frozenset({
 })
 NOT_SETTINGS_PREFIXES = ("TICKWORK_TEST_",)
 
-_Kind = Literal["str", "optional_str", "int", "seconds", "bool", "queues", "str_list"]
+_Kind = Literal["str", "optional_str", "int", "seconds", "bool", "queues", "str_list",
+                "brokers"]
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -251,7 +254,8 @@ def _kind_of(default: object) -> _Kind:
 
 
 _EXECUTOR_KINDS: dict[str, _Kind] = {
-    f.name: _kind_of(getattr(ExecutorSettings(), f.name)) for f in fields(ExecutorSettings)
+    f.name: "brokers" if f.name == "brokers" else _kind_of(getattr(ExecutorSettings(), f.name))
+    for f in fields(ExecutorSettings)
 }
 # Environment variable -> (section, setting); section "" is Settings, "executors" the rest.
 ENV_VARS: dict[str, tuple[str, str]] = {
@@ -294,6 +298,9 @@ def _read_toml(path: str, top: dict[str, Any], executors: dict[str, Any]) -> Non
                 executors[name] = _coerce(item, kind, f"executors.{name}", where, text=False)
         elif key == "executors":
             raise ConfigError("executors", f"must be an [executors] table ({where})")
+        elif key == "brokers":  # [brokers] stands for [executors.brokers]
+            executors["brokers"] = _coerce(value, "brokers", "executors.brokers", where,
+                                           text=False)
         elif key in _SETTING_KINDS:
             top[key] = _coerce(value, _SETTING_KINDS[key], key, where, text=False)
         elif key in _EXECUTOR_KINDS:
@@ -414,6 +421,33 @@ def _coerce_queues(value: object, name: str, where: str, text: bool) -> tuple[tu
     raise _bad("queues", "must be a string such as 'default:16,mail:4' or a table", value, where)
 
 
+def _coerce_brokers(value: object, name: str, where: str, text: bool
+                    ) -> tuple[tuple[str, str], ...]:
+    """Named broker URLs: a table (TOML), or from text a JSON object; a URL may be a secret
+    (``{"$secret": "NAME"}`` or ``"$secret:NAME"``)."""
+    if isinstance(value, str) and text:
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except ValueError:
+            raise _bad(name, 'must be a JSON object such as {"events": "amqp://..."}', value,
+                       where) from None
+    if isinstance(value, list | tuple) and all(
+            isinstance(item, tuple) and len(item) == 2 for item in value):
+        value = dict(value)
+    if not isinstance(value, Mapping):
+        raise _bad(name, "must be a table of broker name = URL", value, where)
+    brokers: list[tuple[str, str]] = []
+    for broker, given in value.items():
+        url = given
+        if isinstance(given, Mapping) and len(given) == 1 and isinstance(given.get("$secret"), str):
+            url = CONFIG_REF_PREFIX + given["$secret"]
+        if not isinstance(url, str):
+            raise ConfigError(name, f"{broker!r} must be a URL or {{\"$secret\": NAME}} "
+                              f"({where})")
+        brokers.append((str(broker), url))
+    return tuple(brokers)
+
+
 def _bad(name: str, rule: str, value: object, where: str) -> ConfigError:
     shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
     return ConfigError(name, f"{rule} (got {shown} {where})")
@@ -427,6 +461,7 @@ _COERCERS: dict[_Kind, Callable[[object, str, str, bool], object]] = {
     "bool": _coerce_bool,
     "queues": _coerce_queues,
     "str_list": _coerce_str_list,
+    "brokers": _coerce_brokers,
 }
 
 

@@ -19,6 +19,7 @@ from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors.base import ExecutorSettings
 from tickwork.executors.email import check_settings as check_smtp_settings
 from tickwork.executors.http import parse_endpoint_secrets
+from tickwork.executors.publish import check_settings as check_broker_settings
 from tickwork.executors.shell_policy import env_name_problem, parse_argument_patterns, runs_code
 from tickwork.executors.ssrf import OutboundPolicy
 from tickwork.logs import LOG_FORMATS
@@ -176,6 +177,9 @@ def _check_outbound(executors: ExecutorSettings) -> None:
             check_name(secret, "executors.smtp_password")
         except ValidationError as exc:
             raise ConfigError(exc.field, f"{exc.reason} (after $secret:)") from None
+    problem = check_broker_settings(executors.brokers)
+    if problem is not None:
+        raise ConfigError("executors.brokers", problem)
 
 
 def format_seconds(seconds: float) -> str:

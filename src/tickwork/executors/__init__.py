@@ -6,11 +6,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tickwork.errors import ValidationError
-from tickwork.executors import email, http, python, shell, slack
+from tickwork.executors import email, http, publish, python, shell, slack
 from tickwork.executors.base import ExecutionContext, Executor, ExecutorSettings
 from tickwork.executors.email import EmailExecutor
 from tickwork.executors.http import HttpExecutor
 from tickwork.executors.outbound import OutboundClient
+from tickwork.executors.publish import PublishExecutor
 from tickwork.executors.python import PythonExecutor
 from tickwork.executors.secured import SecuredExecutor
 from tickwork.executors.shell import ShellExecutor
@@ -27,6 +28,7 @@ __all__ = [
     "Executor",
     "ExecutorSettings",
     "HttpExecutor",
+    "PublishExecutor",
     "PythonExecutor",
     "SecuredExecutor",
     "ShellExecutor",
@@ -35,7 +37,7 @@ __all__ = [
     "validate_payload",
 ]
 
-AVAILABLE_KINDS = ("http", "slack", "email", "shell", "python")
+AVAILABLE_KINDS = ("http", "slack", "email", "shell", "python", "publish")
 
 _VALIDATORS: dict[str, Callable[[object], dict[str, Any]]] = {
     "http": http.validate_payload,
@@ -43,6 +45,7 @@ _VALIDATORS: dict[str, Callable[[object], dict[str, Any]]] = {
     "email": email.validate_payload,
     "shell": shell.validate_payload,
     "python": python.validate_payload,
+    "publish": publish.validate_payload,
 }
 
 
@@ -76,5 +79,6 @@ def build_executors(
         EmailExecutor(settings, secrets),
         ShellExecutor(settings),
         PythonExecutor(settings),
+        PublishExecutor(settings, secrets),  # one pooled connection per broker
     ]
     return {e.kind: SecuredExecutor(e, secrets) for e in executors}

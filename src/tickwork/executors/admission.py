@@ -16,6 +16,7 @@ from typing import Any
 
 from tickwork.errors import ValidationError
 from tickwork.executors.base import ExecutorSettings
+from tickwork.executors.publish import check_broker
 from tickwork.executors.python import module_refusal, resolve_callable
 from tickwork.executors.shell import resolve_command
 from tickwork.models import JobSpec
@@ -33,6 +34,8 @@ class JobPolicy:
             self._check_python(spec.payload["callable"])
         elif spec.kind == "shell":
             self._check_shell(spec.payload)
+        elif spec.kind == "publish" and (self.runs_jobs or self.settings.brokers):
+            check_broker(spec.payload, self.settings)
 
     def _check_python(self, target: str) -> None:
         allowed = self.settings.python_allowed_modules

@@ -46,6 +46,9 @@ class ExecutorSettings:
     smtp_password: str = field(default="", repr=False)  # or "$secret:NAME"
     smtp_from: str = ""
     smtp_ca_file: str = ""  # PEM bundle to trust instead of the system's (a private CA)
+    # (name, URL) of the brokers publish jobs may name; a URL may be "$secret:NAME". URLs hold
+    # credentials: kept out of repr.
+    brokers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
 
 @dataclass(frozen=True, slots=True)
