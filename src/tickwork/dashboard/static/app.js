@@ -205,7 +205,7 @@ async function overview() {
 async function jobsList() {
   const name = el("input", { type: "search", placeholder: "Search names", "aria-label": "Search names" });
   const tag = el("input", { type: "text", placeholder: "Tag", "aria-label": "Tag", size: 10 });
-  const kind = el("select", { "aria-label": "Kind" }, el("option", { value: "", text: "Any kind" }), ["http", "python", "shell", "slack", "email"].map((k) => el("option", { value: k, text: k })));
+  const kind = el("select", { "aria-label": "Kind" }, el("option", { value: "", text: "Any kind" }), ["http", "python", "shell", "slack", "email", "publish"].map((k) => el("option", { value: k, text: k })));
   const state = el("select", { "aria-label": "State" }, el("option", { value: "", text: "Active and paused" }), el("option", { value: "false", text: "Active" }), el("option", { value: "true", text: "Paused" }));
   const rows = el("tbody");
   const more = el("button", { type: "button", text: "More", hidden: true });
@@ -339,6 +339,7 @@ const PAYLOADS = {
   http: { url: "https://example.org/hook", method: "POST", body: { hello: "world" } },
   python: { callable: "tickwork.cli.demo:tick", args: ["hello"] },
   shell: { command: ["/bin/echo", "hello"] },
+  publish: { broker: "events", exchange: "jobs", routing_key: "billing.run", body: { hello: "world" } },
 };
 
 async function jobForm(ref) {
@@ -352,7 +353,7 @@ async function jobForm(ref) {
   f.type = el("select", { id: "f-type", name: "type" }, ["cron", "every", "at", "json"].map((t) => el("option", { value: t, text: { cron: "Cron expression", every: "Fixed interval", at: "Once, at a time", json: "Weekly or monthly rule (JSON)" }[t], selected: t === type })));
   f.rule = el("textarea", { id: "f-rule", name: "rule", spellcheck: "false", rows: 4 });
   f.rule.value = JSON.stringify(s.weekly ? { weekly: s.weekly } : s.monthly ? { monthly: s.monthly } : { monthly: { business_day: 1, at: "09:00" } }, null, 2);
-  f.kind = el("select", { id: "f-kind", name: "kind" }, ["http", "python", "shell"].map((k) => el("option", { value: k, text: k, selected: (job?.kind || "http") === k })));
+  f.kind = el("select", { id: "f-kind", name: "kind" }, ["http", "python", "shell", "publish"].map((k) => el("option", { value: k, text: k, selected: (job?.kind || "http") === k })));
   f.overlap = el("select", { id: "f-overlap", name: "overlap" }, ["skip", "buffer_one", "buffer_all", "cancel_previous", "allow_all"].map((o) => el("option", { value: o, text: o, selected: (job?.overlap || "skip") === o })));
   f.payload = el("textarea", { id: "f-payload", name: "payload", spellcheck: "false" });
   f.payload.value = JSON.stringify(job?.payload || PAYLOADS.http, null, 2);
