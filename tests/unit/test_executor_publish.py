@@ -352,3 +352,30 @@ def test_the_envelope_carries_what_headers_carry() -> None:
         "body": {"x": 1}, "tickwork": {"idempotency_key": "job-1:2030-01-02T03:04:05Z",
                                        "scheduled_at": "2030-01-02T03:04:05Z", "attempt": 1,
                                        "job": "job-1"}}
+
+
+@pytest.mark.parametrize("family", ["amqp", "nats"])
+async def test_a_lost_connection_is_opened_again_on_the_next_firing(family: str) -> None:
+    url = require(family)
+    stream_name, subject = unique("_"), unique(".")
+    destination = {"amqp": {"exchange": "", "routing_key": unique()},
+                   "nats": {"subject": subject}}[family]
+    nc = None
+    if family == "nats":
+        nc = await nats.connect(url)
+        await nc.jetstream().add_stream(StreamConfig(name=stream_name, subjects=[subject]))
+    ex = PublishExecutor(ExecutorSettings(outbound_allow=LOCAL, brokers=(("events", url),)))
+    try:
+        payload = {"broker": "events", **destination}
+        assert isinstance(await ex.execute(make_context("publish", payload)), Success)
+        client: Any = ex.client("events")
+        # The connection goes away under the pool, as when the broker restarts.
+        await (client._connection if family == "amqp" else client._client).close()
+        outcome = await ex.execute(make_context("publish", payload, attempt=2))
+        assert isinstance(outcome, Success), outcome
+        assert client.connects == 2
+    finally:
+        await ex.close()
+        if nc is not None:
+            await nc.jetstream().delete_stream(stream_name)
+            await nc.close()
