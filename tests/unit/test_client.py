@@ -42,8 +42,8 @@ async def test_async_client_bulk_create_is_all_or_nothing(tmp_path: Path) -> Non
     async with await AsyncClient.open(f"sqlite:///{tmp_path}/c.db") as client:
         with pytest.raises(ValidationError) as err:
             await client.create_jobs([JOB, {**JOB, "name": "b", "kind": "nope"}])
-        assert str(err.value) == ("[1].kind: must be one of http, slack, email, shell, python "
-                                  "(got 'nope')")
+        assert str(err.value) == ("[1].kind: must be one of http, slack, email, shell, python, "
+                                  "publish (got 'nope')")
         assert await client.list_jobs() == []
         created = await client.create_jobs({**JOB, "name": f"j{i}"} for i in range(200))
         assert len(created) == 200

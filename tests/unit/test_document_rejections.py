@@ -11,7 +11,7 @@ from test_document import BASE, FULL, OFFSET, doc, rejection
 from tickwork.document import DURATION_RULE, QUEUE_NAME_RULE, TAG_RULE, BulkParser
 from tickwork.errors import ValidationError
 
-ONE_OF_KINDS = "must be one of http, slack, email, shell, python"
+ONE_OF_KINDS = "must be one of http, slack, email, shell, python, publish"
 ONE_OF_OVERLAPS = "must be one of skip, buffer_one, buffer_all, cancel_previous, allow_all"
 RFC = "must be an RFC 3339 timestamp such as 2030-01-01T09:00:00Z"
 

@@ -304,7 +304,8 @@ def test_validate_rejects_non_json_values(field: str, value: Any, reason: str) -
 @pytest.mark.parametrize(
     ("kind", "reason"),
     [
-        ("x", "unknown kind 'x'; expected one of http, slack, email, shell, python"),
+        ("x", "unknown kind 'x'; expected one of http, slack, email, shell, python, "
+         "publish"),
     ],
 )
 def test_validate_rejects_kinds(kind: str, reason: str) -> None:
@@ -315,7 +316,7 @@ def test_validate_rejects_kinds(kind: str, reason: str) -> None:
 
 async def test_build_executors_has_every_available_kind() -> None:
     executors = build_executors(ExecutorSettings())
-    assert sorted(executors) == ["email", "http", "python", "shell", "slack"]
+    assert sorted(executors) == ["email", "http", "publish", "python", "shell", "slack"]
     assert all(kind == e.kind for kind, e in executors.items())
     for executor in executors.values():
         await executor.close()
