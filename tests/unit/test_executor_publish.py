@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -344,6 +345,19 @@ def test_brokers_come_from_env_and_toml(tmp_path: Path) -> None:
         ("events", "nats://n:4222"),)
     with pytest.raises(ConfigError, match="not a broker URL scheme"):
         load_settings(env={"TICKWORK_BROKERS": '{"events": "http://x"}'})
+    with pytest.raises(ConfigError, match=r"executors\.brokers"):
+        load_settings(env={"TICKWORK_BROKERS": '{"events": {"$secret": "no spaces"}}'})
+
+
+def test_the_documented_brokers_table_loads(tmp_path: Path) -> None:
+    docs = Path(__file__).resolve().parents[2] / "docs" / "executors.md"
+    [toml] = [b for b in re.findall(r"```toml\n(.*?)```", docs.read_text("utf-8"), re.DOTALL)
+              if "[brokers]" in b]
+    path = tmp_path / "b.toml"
+    path.write_text(toml)
+    brokers = dict(load_settings(env={}, toml_path=str(path)).executors.brokers)
+    assert set(brokers) == {"events", "stream", "bus", "iot"}
+    assert brokers["bus"] == "$secret:nats-url"
 
 
 def test_the_envelope_carries_what_headers_carry() -> None:

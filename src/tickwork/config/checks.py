@@ -180,6 +180,13 @@ def _check_outbound(executors: ExecutorSettings) -> None:
     problem = check_broker_settings(executors.brokers)
     if problem is not None:
         raise ConfigError("executors.brokers", problem)
+    for _, url in executors.brokers:
+        secret = config_reference(url)
+        if secret is not None:
+            try:
+                check_name(secret, "executors.brokers")
+            except ValidationError as exc:
+                raise ConfigError(exc.field, f"{exc.reason} (after $secret:)") from None
 
 
 def format_seconds(seconds: float) -> str:
