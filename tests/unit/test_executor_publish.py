@@ -12,6 +12,7 @@ import re
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiomqtt
 import aiormq
@@ -48,6 +49,12 @@ async def fire(h: Harness, payload: dict[str, Any], name: str = "pub") -> str:
     assert done.output is not None
     assert done.output.startswith("broker 'events' acknowledged: ")
     return f"{job.id}:{rfc3339(START)}"
+
+
+def where(url: str) -> tuple[str, int]:
+    """The host and port of an MQTT URL, for a test's own subscriber."""
+    parts = urlsplit(url)
+    return parts.hostname or "127.0.0.1", parts.port or 1883
 
 
 async def publish(url: str, payload: dict[str, Any], *, allow: tuple[str, ...] = LOCAL,
@@ -152,7 +159,7 @@ async def test_nats_jetstream_stores_the_message_once(tmp_path: Path) -> None:
 async def test_mqtt_gets_the_message_with_v5_user_properties(tmp_path: Path) -> None:
     url = require("mqtt")
     topic = f"{unique()}/billing"
-    async with aiomqtt.Client("127.0.0.1", 1883, protocol=aiomqtt.ProtocolVersion.V5) as sub:
+    async with aiomqtt.Client(*where(url), protocol=aiomqtt.ProtocolVersion.V5) as sub:
         await sub.subscribe(topic, qos=1)
         async with make_harness(tmp_path, brokers=(("events", url),)) as h:
             key = await fire(h, {"broker": "events", "topic": topic, "body": [1, 2]})
@@ -168,7 +175,7 @@ async def test_mqtt_gets_the_message_with_v5_user_properties(tmp_path: Path) -> 
 async def test_mqtt_3_gets_the_json_envelope() -> None:
     url = require("mqtt")
     topic = f"{unique()}/v3"
-    async with aiomqtt.Client("127.0.0.1", 1883) as sub:
+    async with aiomqtt.Client(*where(url)) as sub:
         await sub.subscribe(topic, qos=1)
         outcome = await publish(f"{url}?protocol=3.1.1",
                                 {"broker": "events", "topic": topic, "body": {"a": 1}})
