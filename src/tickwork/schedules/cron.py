@@ -34,6 +34,7 @@ from tickwork.schedules.cron_days import (
     first_weekday,
     month_length,
 )
+from tickwork.schedules.words import MONTH_WORDS, join_values
 
 FIELD = "schedule.cron"
 DAY = 86_400
@@ -49,9 +50,6 @@ MAX_WALL = (date(9999, 12, 30).toordinal() - EPOCH_ORDINAL) * DAY
 MONTH_NAMES = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN",
                "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 DAY_NAMES = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
-MONTH_WORDS = ("January", "February", "March", "April", "May", "June", "July",
-               "August", "September", "October", "November", "December")
-DAY_WORDS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 
 ALIASES = {
     "@yearly": "0 0 1 1 *",
@@ -288,11 +286,13 @@ class CronExpr:
         link = " or " if self.day_or else " and "
         place = []
         if not _is_star(month):
-            place.append(_join_values(months, MONTH_WORDS, 1, "or"))
+            place.append(join_values(months, MONTH_WORDS, 1, "or"))
         if self._years is not None:
-            place.append(_join_values(list(self._years), word="or"))
+            place.append(join_values(list(self._years), word="or"))
         where = " of ".join(place) if place else "any month"
-        what = link.join(self._day_phrases(dom, dow))
+        from tickwork.schedules.cron_words import day_phrases  # noqa: PLC0415  (it imports this module)
+
+        what = link.join(day_phrases(self, dom, dow))
         raise _error(f"never fires: no day in {where} is {what} ({link.join(named_fields)}), "
                      "so a job on such a schedule would never run")
 
@@ -485,105 +485,10 @@ class CronExpr:
 
     def describe(self) -> str:
         """Plain English, best effort: "at 03:00 every day", "every 15 minutes"."""
-        sec, minute, hour, dom, month, dow = self.fields
-        phrases = self._day_phrases(dom, dow)
-        days = " or ".join(f"on {phrase}" for phrase in phrases)
-        month_values = sorted(parse_field(month, MONTH))
-        months = "" if _is_star(month) else "in " + _join_values(month_values, MONTH_WORDS, 1)
-        if len(month_values) == 1 and len(phrases) == 1:  # "on January 1", "on the last day of
-            name = MONTH_WORDS[month_values[0] - 1]          # February"
-            if dom.isdigit() and _is_star(dow):
-                days, months = f"on {name} {int(dom)}", ""
-            elif phrases[0].endswith(" of the month"):
-                days, months = f"on {phrases[0].removesuffix(' of the month')} of {name}", ""
-        times = [(h, m, s) for h in self._hours for m in self._minutes for s in self._seconds]
-        if self.fixed and len(times) <= 6:
-            clock = _join([_clock(*t) for t in times])
-            when = f"at {clock}" + ("" if days or months else " every day")
-        else:
-            when = self._describe_times(sec, minute, hour)
-        return " ".join(part for part in (when, days, months, self._describe_years()) if part)
+        from tickwork.schedules.cron_words import describe  # noqa: PLC0415  (it imports this module)
 
-    def _describe_years(self) -> str:
-        """"in 2027", "in the years 2027 through 2030", "every 2 years from 2026 through 2198"."""
-        years = self._years
-        if years is None:
-            return ""
-        if len(years) == 1:
-            return f"in {years[0]}"
-        if "/" in self.year_field and "," not in self.year_field and len(years) > 2:
-            return f"every {years[1] - years[0]} years from {years[0]} through {years[-1]}"
-        return "in the years " + _join_values(list(years))
-
-    def _describe_times(self, sec: str, minute: str, hour: str) -> str:
-        units = (("second", sec, self._seconds), ("minute", minute, self._minutes),
-                 ("hour", hour, self._hours))
-        finest = next((i for i, (_, _, vals) in enumerate(units) if len(vals) > 1), 2)
-        unit, text, values = units[finest]
-        if text == "*":
-            phrase = f"every {unit}"
-        elif text.startswith("*/") and text[2:].isdigit():
-            step = int(text[2:])
-            phrase = f"every {unit}" if step == 1 else f"every {step} {unit}s"
-        else:
-            phrase = f"at {unit}s {_join_values(list(values))}" if len(values) > 1 \
-                else f"at {unit} {values[0]}"
-            if all(u[1] == "*" for u in units[finest + 1:]):
-                phrase += f" of every {units[finest + 1][0]}" if finest < 2 else ""
-        below = [(name, vals[0]) for name, _, vals in units[:finest] if vals[0] != 0]
-        if below:
-            phrase += " at " + " ".join(f"{name} {value}" for name, value in below)
-        above = [f"{name}s {_join_values(list(vals))}" if len(vals) > 1 else f"{name} {vals[0]}"
-                 for name, text, vals in units[finest + 1:] if text != "*"]
-        return ", ".join([phrase, *above])
-
-    def _day_phrases(self, dom: str, dow: str) -> list[str]:
-        """What each restricted day field selects: "days 1 and 15 of the month", "Friday",
-        "the last day of the month", "the second Friday of the month"."""
-        phrases = []
-        if not _is_star(dom):
-            values = [d for d in range(1, 32) if (self._dom_mask >> d) & 1]
-            items = [f"day{'s' if len(values) > 1 else ''} {_join_values(values)}"] if values \
-                else []
-            items += [form.words() for form in self._dom_forms]
-            phrases.append(f"{_join(items)} of the month")
-        if not _is_star(dow):
-            values = [d for d in range(7) if (self._dow_mask >> d) & 1]
-            items = [_join_values(values, DAY_WORDS)] if values else []
-            items += [form.words() for form in self._dow_forms]
-            phrases.append(_join(items) + (" of the month" if self._dow_forms else ""))
-        return phrases
+        return describe(self)
 
 
 def _seconds(offset: timedelta | None) -> int:
     return 0 if offset is None else offset.days * DAY + offset.seconds
-
-
-def _clock(h: int, m: int, s: int) -> str:
-    return f"{h:02d}:{m:02d}" + (f":{s:02d}" if s else "")
-
-
-def _join(items: list[str], word: str = "and") -> str:
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + f" {word} " + items[-1]
-
-
-def _join_values(values: list[int], words: tuple[str, ...] = (), base: int = 0,
-                 word: str = "and") -> str:
-    """``[1, 2, 3, 4, 9]`` -> "1 through 4 and 9", with names when ``words`` are given."""
-    def name(v: int) -> str:
-        return words[v - base] if words else str(v)
-
-    runs: list[str] = []
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        if j - i >= 2:
-            runs.append(f"{name(values[i])} through {name(values[j])}")
-        else:
-            runs.extend(name(v) for v in values[i:j + 1])
-        i = j + 1
-    return _join(runs, word)

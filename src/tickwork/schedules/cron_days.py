@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
+from tickwork.schedules.words import DAY_WORDS
+
 SATURDAY, SUNDAY = 6, 0
 ORDINALS = ("first", "second", "third", "fourth", "fifth")
-DAY_WORDS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 
 # The kinds of DayForm.
 LAST = "last"                  # L, L-n: n days before the last day of the month

@@ -37,6 +37,7 @@ from tickwork.schedules import (
 )
 from tickwork.schedules.calendars import DAY_NAMES, DAY_WORDS, Calendar, parse_date
 from tickwork.schedules.cron import CronExpr
+from tickwork.schedules.words import join
 
 RULE_TYPES = ("weekly", "monthly")
 MAX_TIMES = 24
@@ -267,9 +268,9 @@ class RuleSchedule(_Bounded):
         return None
 
     def _what(self) -> str:
-        at = _join([t.strftime("%H:%M") for t in self.times])
+        at = join([t.strftime("%H:%M") for t in self.times])
         if self.kind == "weekly":
-            days_text = _join([DAY_WORDS[DAY_NAMES.index(d)] for d in self.rule["days"]])
+            days_text = join([DAY_WORDS[DAY_NAMES.index(d)] for d in self.rule["days"]])
             every = "every week" if self.interval == 1 else f"every {self.interval} weeks"
             text = f"{every} on {days_text} at {at}"
             if "anchor" in self.rule and self.interval > 1:
@@ -278,7 +279,7 @@ class RuleSchedule(_Bounded):
             names = [("the last day" if d == "last" else
                       f"the {_ordinal(-int(d))} day from the end" if int(d) < 0 else
                       f"the {_ordinal(int(d))}") for d in self.rule["days"]]
-            text = f"on {_join(names)} of the month at {at}"
+            text = f"on {join(names)} of the month at {at}"
         elif "business_day" in self.rule:
             n = int(self.rule["business_day"])
             which = (f"the {_ordinal(n)} business day" if n > 0 else "the last business day"
@@ -298,10 +299,6 @@ class RuleSchedule(_Bounded):
 def _week(d: date) -> int:
     """The number of the Monday-started week of ``d``."""
     return (d.toordinal() - d.weekday()) // 7
-
-
-def _join(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 # --- calendars over any schedule ------------------------------------------------------------
