@@ -7,13 +7,10 @@ already runs an event loop.
 
 from __future__ import annotations
 
-import asyncio
 import getpass
-import threading
 from collections.abc import (
     Awaitable,
     Callable,
-    Coroutine,
     Iterable,
     Iterator,
     Mapping,
@@ -21,10 +18,9 @@ from collections.abc import (
 )
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from tickwork.client.calendars import (
-    CalendarChange,
     CalendarMethods,
     calendar_first_run,
     check_calendars,
@@ -70,7 +66,7 @@ from tickwork.drivers.base import (
     OccurrenceRetryParams,
     Store,
 )
-from tickwork.drivers.calendars import CalendarCache, StoredCalendar
+from tickwork.drivers.calendars import CalendarCache
 from tickwork.errors import JobNotFound, OccurrenceNotFound, ValidationError
 from tickwork.executors.admission import JobPolicy
 from tickwork.models import (
@@ -88,9 +84,7 @@ from tickwork.models import (
 )
 from tickwork.schedules import preview
 from tickwork.schedules.calendars import Calendar
-from tickwork.schedules.structured import Fire
 
-T = TypeVar("T")
 JobInput = Mapping[str, Any] | JobSpec
 
 
@@ -574,130 +568,5 @@ class AsyncClient(CalendarMethods):
             job_id=job_id, since=since, after_id=after_id, limit=limit))
 
 
-class Client:
-    """Synchronous facade: ``with Client.open("sqlite:///tickwork.db") as c: c.create_job(...)``."""
-
-    def __init__(self, inner: AsyncClient, loop: asyncio.AbstractEventLoop,
-                 thread: threading.Thread) -> None:
-        self._inner = inner
-        self._loop = loop
-        self._thread = thread
-
-    @classmethod
-    def open(cls, database: str = "sqlite:///tickwork.db", *, clock: Clock | None = None,
-             migrate: bool = True) -> Client:
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name="tickwork-client", daemon=True)
-        thread.start()
-        try:
-            inner = asyncio.run_coroutine_threadsafe(
-                AsyncClient.open(database, clock=clock, migrate=migrate), loop).result()
-        except BaseException:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join()
-            loop.close()
-            raise
-        return cls(inner, loop, thread)
-
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
-
-    def close(self) -> None:
-        self._run(self._inner.close())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
-    def create_job(self, job: JobInput, *, actor: str | None = None) -> Job:
-        return self._run(self._inner.create_job(job, actor=actor))
-
-    def create_jobs(self, jobs: Iterable[JobInput], *, actor: str | None = None) -> list[Job]:
-        return self._run(self._inner.create_jobs(list(jobs), actor=actor))
-
-    def get_job(self, ref: str) -> Job:
-        return self._run(self._inner.get_job(ref))
-
-    def list_jobs(self, **filters: Any) -> list[Job]:
-        return self._run(self._inner.list_jobs(**filters))
-
-    def update_job(self, ref: str, changes: Mapping[str, Any], *,
-                   actor: str | None = None) -> Job:
-        return self._run(self._inner.update_job(ref, changes, actor=actor))
-
-    def pause_job(self, ref: str, *, actor: str | None = None) -> Job:
-        return self._run(self._inner.pause_job(ref, actor=actor))
-
-    def resume_job(self, ref: str, *, actor: str | None = None) -> Job:
-        return self._run(self._inner.resume_job(ref, actor=actor))
-
-    def trigger_job(self, ref: str, *, actor: str | None = None) -> Occurrence:
-        return self._run(self._inner.trigger_job(ref, actor=actor))
-
-    def delete_job(self, ref: str, *, actor: str | None = None) -> None:
-        self._run(self._inner.delete_job(ref, actor=actor))
-
-    def backfill(self, ref: str, since: datetime, until: datetime, *, limit: int = MAX_BATCH,
-                 overlap: Overlap | str | None = None, dry_run: bool = False,
-                 actor: str | None = None) -> Backfill:
-        return self._run(self._inner.backfill(ref, since, until, limit=limit, overlap=overlap,
-                                              dry_run=dry_run, actor=actor))
-
-    def preview(self, job: JobInput | str, n: int = 5,
-                after: datetime | None = None) -> list[datetime]:
-        return self._run(self._inner.preview(job, n, after))
-
-    def preview_fires(self, job: JobInput | str, n: int = 5,
-                      after: datetime | None = None) -> list[Fire]:
-        return self._run(self._inner.preview_fires(job, n, after))
-
-    def list_calendars(self) -> list[StoredCalendar]:
-        return self._run(self._inner.list_calendars())
-
-    def get_calendar(self, name: str) -> StoredCalendar:
-        return self._run(self._inner.get_calendar(name))
-
-    def create_calendar(self, doc: Mapping[str, Any]) -> StoredCalendar:
-        return self._run(self._inner.create_calendar(doc))
-
-    def update_calendar(self, name: str, doc: Mapping[str, Any]) -> CalendarChange:
-        return self._run(self._inner.update_calendar(name, doc))
-
-    def delete_calendar(self, name: str) -> None:
-        self._run(self._inner.delete_calendar(name))
-
-    def import_calendar(self, name: str, ics: str, *, description: str | None = None,
-                        replace: bool = False) -> CalendarChange:
-        return self._run(self._inner.import_calendar(name, ics, description=description,
-                                                     replace=replace))
-
-    def calendar_jobs(self, name: str) -> list[Job]:
-        return self._run(self._inner.calendar_jobs(name))
-
-    def list_runs(self, **filters: Any) -> list[Occurrence]:
-        return self._run(self._inner.list_runs(**filters))
-
-    def list_alerts(self, **filters: Any) -> list[StoredAlert]:
-        return self._run(self._inner.list_alerts(**filters))
-
-    def get_run(self, job: str, scheduled_at: datetime) -> tuple[Occurrence, list[Attempt]]:
-        return self._run(self._inner.get_run(job, scheduled_at))
-
-    def cancel_run(self, job: str, scheduled_at: datetime, *,
-                   actor: str | None = None) -> Occurrence:
-        return self._run(self._inner.cancel_run(job, scheduled_at, actor=actor))
-
-    def retry_run(self, job: str, scheduled_at: datetime, *,
-                  actor: str | None = None) -> Occurrence:
-        return self._run(self._inner.retry_run(job, scheduled_at, actor=actor))
-
-    def audit(self, **filters: Any) -> list[AuditEntry]:
-        return self._run(self._inner.audit(**filters))
-
-
-
+# The synchronous facade, defined over AsyncClient (imported last: it imports this module).
+from tickwork.client.sync import Client as Client  # noqa: E402
