@@ -30,6 +30,7 @@ def base_env(database: str, **extra: str) -> dict[str, str]:
         "TICKWORK_DATABASE_URL": database,
         "TICKWORK_PYTHON_ALLOWED_MODULES": "tickwork.testing",
         "TICKWORK_OUTBOUND_ALLOW": "127.0.0.1",
+        "TICKWORK_LOG_EACH_RUN": "true",  # ``FaultRun.settle`` looks again after each log line
         "PYTHONUNBUFFERED": "1",
         **extra,
     })

@@ -294,7 +294,8 @@ class FaultRun:
     async def settle(self, done: Callable[[], bool | Awaitable[bool]], within: float,
                      what: str = "every expected occurrence to run") -> float:
         """Wait until ``done()``: looked at after log lines of any process (and at least every
-        second, for progress that logs nothing). Returns the seconds it took."""
+        quarter second, for progress that logs nothing, such as a job's ledger row of a
+        sub-second execution). Returns the seconds it took."""
         loop = asyncio.get_running_loop()
         begin = loop.time()
         while True:
@@ -312,7 +313,7 @@ class FaultRun:
                     f"({self.done_count()} of {len(self.expected)} done; not done: "
                     f"{await self.not_done()}); logs:\n{tails}")
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.lines.wait(), min(1.0, left))
+                await asyncio.wait_for(self.lines.wait(), min(0.25, left))
 
     async def not_done(self, limit: int = 5) -> dict[str, str]:
         """Up to ``limit`` expected occurrences without an ended execution, with their state."""
