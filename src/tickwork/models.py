@@ -199,6 +199,7 @@ class Job:
     shard: int = 0
     created_by: str | None = None  # who created it: an API token's name, an OS user
     updated_by: str | None = None  # who changed it last
+    namespace: str = "default"  # the tenant it belongs to; names are unique per namespace
 
 
 @dataclass(frozen=True, slots=True)

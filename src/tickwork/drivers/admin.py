@@ -14,6 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
+from tickwork.drivers.namespaces import NamespaceStore
 from tickwork.errors import TickworkError
 
 if TYPE_CHECKING:
@@ -112,6 +113,7 @@ class TokenInfo:
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None
+    namespace: str | None = None  # the only namespace it sees; None: every namespace
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +123,7 @@ class TokenCreateParams:
     scope: Scope
     token_hash: str  # hex SHA-256 of the secret; the secret itself is never stored
     now: datetime
+    namespace: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,9 +137,10 @@ class TokenAuthenticateParams:
 class TokenRevokeParams:
     ref: str  # id or name of an active token
     now: datetime
+    namespace: str | None = None  # only a token of this namespace; None: any token
 
 
-class AdminStore(Protocol):
+class AdminStore(NamespaceStore, Protocol):
     """Reads and small writes for the API and dashboard. Every method is one transaction."""
 
     async def health_check(self) -> None:

@@ -43,6 +43,7 @@ class JobCreateParams:
     now: datetime
     id: str | None = None
     actor: str | None = None  # who creates it: created_by, and the audit entry's actor
+    namespace: str = "default"  # the tenant it belongs to
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,7 @@ class JobListParams:
     paused: bool | None = None
     after_name: str | None = None  # cursor: names sort; the page starts after this one
     limit: int = 100
+    namespace: str | None = None  # only this namespace's jobs; None: every namespace
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +262,7 @@ class OccurrenceListParams:
     before: tuple[datetime, str] | None = None  # cursor: (scheduled_at, job_id) of the last row
     limit: int = 100
     newest_first: bool = True
+    namespace: str | None = None  # only runs of this namespace's jobs; None: every namespace
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,8 +394,10 @@ class Store(CalendarStore, AlertStore, Protocol):
 
     async def job_create(self, p: JobCreateParams) -> Job: ...
     async def job_create_many(self, p: JobCreateManyParams) -> list[Job]: ...
-    async def job_get(self, ref: str) -> Job:
-        """By id, or by name. Raises JobNotFound."""
+    async def job_get(self, ref: str, namespace: str | None = None) -> Job:
+        """By id, or by name. Raises JobNotFound. With ``namespace``, only a job of that
+        namespace; without, an id of any namespace, and a name in ``default`` first, then in
+        the other namespaces by name."""
         ...
     async def job_list(self, p: JobListParams) -> list[Job]: ...
     async def job_update(self, p: JobUpdateParams) -> Job: ...
@@ -400,9 +405,9 @@ class Store(CalendarStore, AlertStore, Protocol):
     async def job_delete(self, p: JobDeleteParams) -> None:
         """Removes the job from listings and cancels its waiting occurrences; history stays."""
         ...
-    async def job_get_deleted(self, ref: str) -> list[Job]:
-        """Deleted jobs with this id or name, most recently deleted first (their history
-        stays readable)."""
+    async def job_get_deleted(self, ref: str, namespace: str | None = None) -> list[Job]:
+        """Deleted jobs with this id or name (of ``namespace`` if set), most recently deleted
+        first (their history stays readable)."""
         ...
     async def job_due(self, p: JobDueParams) -> list[Job]: ...
     async def job_advance_many(self, p: JobAdvanceManyParams) -> int:

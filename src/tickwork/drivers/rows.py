@@ -86,6 +86,7 @@ class RowReader:
             shard=row["shard"],
             created_by=row["created_by"],
             updated_by=row["updated_by"],
+            namespace=row["namespace"],
         )
 
     def occurrence(self, row: RowLike) -> Occurrence:

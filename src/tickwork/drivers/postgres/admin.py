@@ -15,6 +15,7 @@ import psycopg
 
 from tickwork.drivers import admin as a
 from tickwork.drivers.postgres.connection import Pool, Q, fetch_all, fetch_one
+from tickwork.drivers.postgres.namespaces import PostgresNamespaceMethods
 from tickwork.drivers.postgres.rows import Row, instant, instant_or_none
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.errors import Conflict, StoreError
@@ -24,7 +25,7 @@ MINUTE = timedelta(minutes=1)
 WAITING = ("scheduled", "queued", "retrying")
 
 
-class PostgresAdmin:
+class PostgresAdmin(PostgresNamespaceMethods):
     def __init__(self, pool: Pool) -> None:
         self._pool = pool
 
@@ -108,7 +109,7 @@ class PostgresAdmin:
         try:
             async with self._pool.transaction() as conn:
                 row = await fetch_one(conn, Q["token_insert"], (
-                    p.id, p.name, p.scope.value, p.token_hash, p.now))
+                    p.id, p.name, p.scope.value, p.token_hash, p.now, p.namespace))
         except StoreError as exc:
             cause = exc.__cause__
             if not isinstance(cause, psycopg.errors.UniqueViolation):
@@ -136,7 +137,8 @@ class PostgresAdmin:
 
     async def token_revoke(self, p: a.TokenRevokeParams) -> a.TokenInfo:
         async with self._pool.transaction() as conn:
-            row = await fetch_one(conn, Q["token_revoke"], {"ref": p.ref, "now": p.now})
+            row = await fetch_one(conn, Q["token_revoke"], {"ref": p.ref, "now": p.now,
+                                                              "namespace": p.namespace})
         if row is None:
             raise a.TokenNotFound(p.ref)
         return _token(row)
@@ -151,4 +153,5 @@ def _token(row: Row) -> a.TokenInfo:
     return a.TokenInfo(id=row["id"], name=row["name"], scope=a.Scope(row["scope"]),
                        created_at=instant(row["created_at"]),
                        last_used_at=instant_or_none(row["last_used_at"]),
-                       revoked_at=instant_or_none(row["revoked_at"]))
+                       revoked_at=instant_or_none(row["revoked_at"]),
+                       namespace=row["namespace"])

@@ -40,9 +40,10 @@ class ControlMethods:
     pool: Pool
     _specs: SpecCache
 
-    async def job_get_deleted(self, ref: str) -> list[Job]:
+    async def job_get_deleted(self, ref: str, namespace: str | None = None) -> list[Job]:
         async with self.pool.transaction() as conn:
-            rows = await fetch_all(conn, Q["jobs_deleted_by_ref"], {"ref": ref})
+            rows = await fetch_all(conn, Q["jobs_deleted_by_ref"],
+                                   {"ref": ref, "namespace": namespace})
         return [job_from_row(r, self._specs) for r in rows]
 
     async def occurrence_cancel_one(self, p: b.OccurrenceCancelOneParams) -> Occurrence:

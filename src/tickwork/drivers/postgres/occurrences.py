@@ -113,18 +113,20 @@ class OccurrenceMethods:
                            now: datetime) -> list[b.NewOccurrence]:
         """One occurrence per named job and upstream, unless it exists already."""
         names = sorted({name for f in fires for name in f.targets})
-        targets = {r["name"]: (r["id"], self._specs.get(r["id"], r["version"], r["spec"]))
-                   for r in await fetch_all(conn, Q["jobs_by_names"], (names,))}
+        upstreams = sorted({f.upstream.job_id for f in fires})
+        targets = {(r["upstream_id"], r["name"]): (
+            r["id"], self._specs.get(r["id"], r["version"], r["spec"]))
+            for r in await fetch_all(conn, Q["jobs_by_names"], (names, upstreams))}
         made: list[b.NewOccurrence] = []
         for fire in fires:
             text = upstream_to_json(fire.upstream)
             for name in fire.targets:
-                if name not in targets:
+                if (fire.upstream.job_id, name) not in targets:
                     log.warning("job %s ended (%s) and names %r, which no longer exists: "
                                 "nothing triggered", fire.upstream.job_name,
                                 fire.upstream.event.value, name)
                     continue
-                job_id, spec = targets[name]
+                job_id, spec = targets[fire.upstream.job_id, name]
                 at = fire.upstream.scheduled_at
                 for _ in range(MAX_PROBES):
                     row = await fetch_one(conn, Q["occurrence_insert_chained"], {
@@ -225,6 +227,9 @@ class OccurrenceMethods:
         if p.job_id is not None:
             where.append(sql.SQL("job_id = %s"))
             args.append(p.job_id)
+        if p.namespace is not None:
+            where.append(sql.SQL("job_id IN (SELECT id FROM jobs WHERE namespace = %s)"))
+            args.append(p.namespace)
         if p.queue is not None:
             where.append(sql.SQL("queue = %s"))
             args.append(p.queue)

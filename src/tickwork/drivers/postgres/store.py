@@ -133,7 +133,7 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
             async with self.pool.transaction() as conn:
                 cur = conn.cursor()
                 async with cur.copy(Q["job_copy"]) as copy:
-                    copy.set_types(JOB_COPY_TYPES)
+                    copy.set_types(JOB_COPYTYPES)
                     for chunk in chain([first], chunks):
                         made = _new_jobs(chunk, shards)
                         jobs += made
@@ -151,20 +151,26 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
         if not isinstance(cause, psycopg.errors.UniqueViolation):
             return exc
         names = [j.spec.name for j in jobs]
+        spaces = [j.namespace for j in jobs]
         ids = [j.id for j in jobs]
         async with self.pool.transaction() as conn:
-            taken = {r["name"] for r in await fetch_all(conn, Q["job_names_taken"], (names,))}
+            taken = {(r["namespace"], r["name"]) for r in await fetch_all(
+                conn, Q["job_names_taken"], (spaces, names))}
             taken_ids = {r["id"] for r in await fetch_all(conn, Q["job_ids_taken"], (ids,))}
         if cause.diag.constraint_name == "jobs_pkey":
             clash = next((i for i in ids if i in taken_ids), _first_repeat(ids))
             return Conflict(f"a job with id {clash!r} already exists")
-        name = next((n for n in names if n in taken), _first_repeat(names))
+        pairs = list(zip(spaces, names, strict=True))
+        name = next((n for s, n in pairs if (s, n) in taken), _first_repeat(pairs)[1])
         return Conflict(f"a job named {name!r} already exists")
 
-    async def job_get(self, ref: str) -> Job:
+    async def job_get(self, ref: str, namespace: str | None = None) -> Job:
         async with self.pool.transaction() as conn:
             row = await fetch_one(conn, Q["job_by_id"], (ref,))
-            row = row or await fetch_one(conn, Q["job_by_name"], (ref,))
+            if row is not None and namespace is not None and row["namespace"] != namespace:
+                row = None  # another namespace's job is not found, whatever its id
+            row = row or await fetch_one(conn, Q["job_by_name"],
+                                         {"name": ref, "namespace": namespace})
         if row is None:
             raise JobNotFound(ref)
         return job_from_row(row, self._specs)
@@ -172,7 +178,8 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
     async def job_list(self, p: b.JobListParams) -> list[Job]:
         where: list[sql.Composable] = [sql.SQL("deleted_at IS NULL")]
         args: list[Any] = []
-        for column, value in (("queue", p.queue), ("kind", p.kind), ("paused", p.paused)):
+        for column, value in (("queue", p.queue), ("kind", p.kind), ("paused", p.paused),
+                              ("namespace", p.namespace)):
             if value is not None:
                 where.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
                 args.append(value)
@@ -275,13 +282,15 @@ def _new_jobs(items: list[b.JobCreateParams], shards: int) -> list[Job]:
             now, next_run = utc(now), None if next_run is None else utc(next_run)
         jobs.append(Job(id=job_id, spec=item.spec, next_run_at=next_run, created_at=now,
                         updated_at=now, shard=shard_of(job_id, shards),
-                        created_by=item.actor, updated_by=item.actor))
+                        created_by=item.actor, updated_by=item.actor,
+                        namespace=item.namespace))
     return jobs
 
 
 # The columns of job_copy and job_insert, in order, as job_row gives them.
-JOB_COPY_TYPES = ("text", "text", "text", "int4", "text", "text", "float8", "text", "text[]",
-                  "bool", "timestamptz", "int4", "timestamptz", "timestamptz", "text", "text")
+JOB_COPYTYPES = ("text", "text", "text", "int4", "text", "text", "float8", "text", "text[]",
+                  "bool", "timestamptz", "int4", "timestamptz", "timestamptz", "text", "text",
+                  "text")
 
 
 def job_row(job: Job, spec_json: str | None = None) -> tuple[Any, ...]:
@@ -289,11 +298,11 @@ def job_row(job: Job, spec_json: str | None = None) -> tuple[Any, ...]:
     return (job.id, s.name, s.queue, s.priority, s.kind, s.overlap.value, s.timeout_seconds,
             spec_to_json(s) if spec_json is None else spec_json, list(s.tags), s.paused,
             job.next_run_at, job.shard, job.created_at, job.updated_at, job.created_by,
-            job.updated_by)
+            job.updated_by, job.namespace)
 
 
-def _first_repeat(values: list[str]) -> str:
-    seen: set[str] = set()
+def _first_repeat(values: list[T]) -> T:
+    seen: set[T] = set()
     for value in values:
         if value in seen:
             return value

@@ -14,6 +14,7 @@ from datetime import timedelta
 from tickwork.drivers import admin as a
 from tickwork.drivers.sqlfiles import load_queries
 from tickwork.drivers.sqlite.connection import Connection, write_transaction
+from tickwork.drivers.sqlite.namespaces import SqliteNamespaceMethods
 from tickwork.drivers.sqlite.rows import from_us, from_us_or_none, to_us
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import Conflict
@@ -22,7 +23,7 @@ Q = load_queries("tickwork.drivers.sqlite", "admin_queries")
 MINUTE_US = 60_000_000
 
 
-class SqliteAdmin:
+class SqliteAdmin(SqliteNamespaceMethods):
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
 
@@ -115,7 +116,7 @@ class SqliteAdmin:
             try:
                 with write_transaction(conn):
                     conn.execute(Q["token_insert"], (p.id, p.name, p.scope.value, p.token_hash,
-                                                     to_us(p.now)))
+                                                     to_us(p.now), p.namespace))
             except sqlite3.IntegrityError as exc:
                 raise Conflict(f"an active token is already named {p.name!r}") from exc
             return _token(conn.execute(Q["token_by_id"], (p.id,)).fetchone())
@@ -143,7 +144,8 @@ class SqliteAdmin:
     async def token_revoke(self, p: a.TokenRevokeParams) -> a.TokenInfo:
         def run(conn: sqlite3.Connection) -> a.TokenInfo:
             with write_transaction(conn):
-                rows = conn.execute(Q["token_active_by_ref"], (p.ref, p.ref)).fetchall()
+                rows = conn.execute(Q["token_active_by_ref"], (
+                    p.ref, p.ref, p.namespace, p.namespace)).fetchall()
                 if not rows:
                     raise a.TokenNotFound(p.ref)
                 conn.execute(Q["token_revoke"], (to_us(p.now), rows[0]["id"]))
@@ -161,4 +163,5 @@ def _token(row: sqlite3.Row) -> a.TokenInfo:
     return a.TokenInfo(id=row["id"], name=row["name"], scope=a.Scope(row["scope"]),
                        created_at=from_us(row["created_at"]),
                        last_used_at=from_us_or_none(row["last_used_at"]),
-                       revoked_at=from_us_or_none(row["revoked_at"]))
+                       revoked_at=from_us_or_none(row["revoked_at"]),
+                       namespace=row["namespace"])

@@ -49,9 +49,9 @@ class SqliteControlMethods:
     _conn: Connection
     _specs: SpecCache
 
-    async def job_get_deleted(self, ref: str) -> list[Job]:
+    async def job_get_deleted(self, ref: str, namespace: str | None = None) -> list[Job]:
         def run(conn: sqlite3.Connection) -> list[Job]:
-            rows = conn.execute(Q["jobs_deleted_by_ref"], (ref, ref))
+            rows = conn.execute(Q["jobs_deleted_by_ref"], (ref, ref, namespace, namespace))
             return [job_from_row(r, self._specs) for r in rows]
 
         return await self._conn.run(run)

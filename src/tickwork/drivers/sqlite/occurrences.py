@@ -78,7 +78,7 @@ class SqliteOccurrenceMethods:
         made: list[b.NewOccurrence] = []
         text = upstream_to_json(fire.upstream)
         for name in fire.targets:
-            row = conn.execute(Q["job_by_name_live"], (name,)).fetchone()
+            row = conn.execute(Q["job_by_name_live"], (name, fire.upstream.job_id)).fetchone()
             if row is None:
                 log.warning("job %s ended (%s) and names %r, which no longer exists: nothing "
                             "triggered", fire.upstream.job_name, fire.upstream.event.value, name)
@@ -211,6 +211,9 @@ class SqliteOccurrenceMethods:
         if p.job_id is not None:
             where.append("job_id = ?")
             args.append(p.job_id)
+        if p.namespace is not None:
+            where.append("job_id IN (SELECT id FROM jobs WHERE namespace = ?)")
+            args.append(p.namespace)
         if p.queue is not None:
             where.append("queue = ?")
             args.append(p.queue)

@@ -121,11 +121,12 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
             next_run, next_us = (None, None) if item.next_run_at is None else _stored(
                 instants, item.next_run_at)
             job = Job(id=item.id or new_id, spec=s, next_run_at=next_run, created_at=now,
-                      updated_at=now, created_by=item.actor, updated_by=item.actor)
+                      updated_at=now, created_by=item.actor, updated_by=item.actor,
+                      namespace=item.namespace)
             jobs.append(job)
             rows.append((job.id, s.name, s.queue, s.priority, s.kind, s.overlap.value,
                          spec, json.dumps(s.tags) if s.tags else "[]", int(s.paused),
-                         next_us, now_us, now_us, item.actor, item.actor))
+                         next_us, now_us, now_us, item.actor, item.actor, item.namespace))
         audits = [(row[10], row[12], AuditAction.CREATE.value, row[0], row[1], None, None)
                   for row in rows]
 
@@ -137,15 +138,18 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
             except sqlite3.IntegrityError as exc:
                 # Named after the rollback: inside the transaction, the batch's own rows count
                 # as taken and the error would name the wrong job.
-                raise _name_conflict(conn, [item.spec.name for item in items]) from exc
+                raise _name_conflict(
+                    conn, [(item.namespace, item.spec.name) for item in items]) from exc
 
         await self._conn.run(run)
         return jobs
 
-    async def job_get(self, ref: str) -> Job:
+    async def job_get(self, ref: str, namespace: str | None = None) -> Job:
         def run(conn: sqlite3.Connection) -> Job:
             row = conn.execute(Q["job_by_id"], (ref,)).fetchone()
-            row = row or conn.execute(Q["job_by_name"], (ref,)).fetchone()
+            if row is not None and namespace is not None and row["namespace"] != namespace:
+                row = None  # another namespace's job is not found, whatever its id
+            row = row or conn.execute(Q["job_by_name"], (ref, namespace, namespace)).fetchone()
             if row is None:
                 raise JobNotFound(ref)
             return job_from_row(row, self._specs)
@@ -155,6 +159,9 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
     async def job_list(self, p: b.JobListParams) -> list[Job]:
         where: list[str] = ["deleted_at IS NULL"]
         args: list[object] = []
+        if p.namespace is not None:
+            where.append("namespace = ?")
+            args.append(p.namespace)
         if p.queue is not None:
             where.append("queue = ?")
             args.append(p.queue)
@@ -192,7 +199,9 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
                         to_us(p.now), p.actor, p.id,
                     ))
                 except sqlite3.IntegrityError as exc:
-                    raise _name_conflict(conn, [s.name]) from exc
+                    row = conn.execute(Q["job_by_id"], (p.id,)).fetchone()
+                    raise _name_conflict(conn, [(row["namespace"] if row else None, s.name)]
+                                         ) from exc
                 if cur.rowcount == 0:
                     raise JobNotFound(p.id)
                 audit(conn, p.now, p.actor, AuditAction.UPDATE, p.id, name=s.name,
@@ -280,16 +289,18 @@ def _stored(seen: dict[datetime, tuple[datetime, int]],
     return known
 
 
-def _name_conflict(conn: sqlite3.Connection, names: list[str]) -> Conflict:
-    taken = [n for n in names if conn.execute(Q["job_by_name"], (n,)).fetchone() is not None]
+def _name_conflict(conn: sqlite3.Connection, names: list[tuple[str | None, str]]) -> Conflict:
+    """``names``: (namespace, name) of each job written."""
+    taken = [n for n in names
+             if conn.execute(Q["job_by_name"], (n[1], n[0], n[0])).fetchone() is not None]
     if taken:
-        name = taken[0]
+        name = taken[0][1]
     else:  # the clash is inside the batch itself
-        seen: set[str] = set()
-        name = next((n for n in names if n in seen or _add(seen, n)), names[0])
+        seen: set[tuple[str | None, str]] = set()
+        name = next((n for n in names if n in seen or _add(seen, n)), names[0])[1]
     return Conflict(f"a job named {name!r} already exists")
 
 
-def _add(seen: set[str], name: str) -> bool:
+def _add(seen: set[tuple[str | None, str]], name: tuple[str | None, str]) -> bool:
     seen.add(name)
     return False

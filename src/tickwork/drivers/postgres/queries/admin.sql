@@ -79,7 +79,8 @@ SELECT scheduled_at, started_at FROM attempts
 WHERE job_id = %s AND number = 1 AND started_at IS NOT NULL AND scheduled_at >= %s
 
 -- name: token_insert
-INSERT INTO api_tokens (id, name, scope, token_hash, created_at) VALUES (%s, %s, %s, %s, %s)
+INSERT INTO api_tokens (id, name, scope, token_hash, created_at, namespace)
+VALUES (%s, %s, %s, %s, %s, %s)
 RETURNING *
 
 -- name: token_by_hash
@@ -96,6 +97,7 @@ SELECT * FROM api_tokens ORDER BY created_at, id COLLATE "C"
 UPDATE api_tokens SET revoked_at = %(now)s
 WHERE id = (SELECT id FROM api_tokens
             WHERE (id = %(ref)s OR name = %(ref)s) AND revoked_at IS NULL
+              AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
             ORDER BY id = %(ref)s DESC LIMIT 1)
   AND revoked_at IS NULL
 RETURNING *

@@ -11,6 +11,7 @@ SELECT created_at, created_by, 'create', id, name FROM jobs WHERE id = ANY(%(ids
 
 -- name: jobs_deleted_by_ref
 SELECT * FROM jobs WHERE (id = %(ref)s OR name = %(ref)s) AND deleted_at IS NOT NULL
+  AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
 ORDER BY deleted_at DESC
 LIMIT 100
 

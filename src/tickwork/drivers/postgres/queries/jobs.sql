@@ -1,21 +1,27 @@
 -- name: job_copy
 COPY jobs (id, name, queue, priority, kind, overlap, timeout_seconds, spec, tags, paused,
-           next_run_at, shard, created_at, updated_at, created_by, updated_by)
+           next_run_at, shard, created_at, updated_at, created_by, updated_by, namespace)
 FROM STDIN (FORMAT BINARY)
 
 -- name: job_insert
 INSERT INTO jobs (id, name, queue, priority, kind, overlap, timeout_seconds, spec, tags, paused,
-                  next_run_at, shard, created_at, updated_at, created_by, updated_by)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                  next_run_at, shard, created_at, updated_at, created_by, updated_by, namespace)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 -- name: job_by_id
 SELECT * FROM jobs WHERE id = %s AND deleted_at IS NULL
 
 -- name: job_by_name
-SELECT * FROM jobs WHERE name = %s AND deleted_at IS NULL
+-- In one namespace, or (NULL) in 'default' first, then in the others by name.
+SELECT * FROM jobs
+WHERE name = %(name)s AND deleted_at IS NULL
+  AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
+ORDER BY namespace <> 'default', namespace COLLATE "C"
+LIMIT 1
 
 -- name: job_names_taken
-SELECT name FROM jobs WHERE name = ANY(%b::text[]) AND deleted_at IS NULL
+SELECT namespace, name FROM jobs
+WHERE (namespace, name) IN (SELECT * FROM unnest(%b::text[], %b::text[])) AND deleted_at IS NULL
 
 -- name: job_ids_taken
 SELECT id FROM jobs WHERE id = ANY(%b::text[])

@@ -147,4 +147,7 @@ RETURNING queue
 SELECT trigger, upstream FROM occurrences WHERE job_id = %s AND scheduled_at = %s
 
 -- name: jobs_by_names
-SELECT id, name, version, spec FROM jobs WHERE name = ANY(%s::text[]) AND deleted_at IS NULL
+-- The jobs chains name, each in the namespace of the job that names it (upstream_id).
+SELECT j.id, j.name, j.version, j.spec, u.id AS upstream_id
+FROM jobs j JOIN jobs u ON u.namespace = j.namespace
+WHERE j.name = ANY(%s::text[]) AND u.id = ANY(%s::text[]) AND j.deleted_at IS NULL

@@ -63,7 +63,8 @@ SELECT scheduled_at, started_at FROM attempts
 WHERE job_id = ? AND number = 1 AND started_at IS NOT NULL AND scheduled_at >= ?
 
 -- name: token_insert
-INSERT INTO api_tokens (id, name, scope, token_hash, created_at) VALUES (?, ?, ?, ?, ?)
+INSERT INTO api_tokens (id, name, scope, token_hash, created_at, namespace)
+VALUES (?, ?, ?, ?, ?, ?)
 
 -- name: token_by_hash
 SELECT * FROM api_tokens WHERE token_hash = ? AND revoked_at IS NULL
@@ -76,6 +77,7 @@ SELECT * FROM api_tokens ORDER BY created_at, id
 
 -- name: token_active_by_ref
 SELECT * FROM api_tokens WHERE (id = ? OR name = ?) AND revoked_at IS NULL
+  AND (? IS NULL OR namespace = ?)
 
 -- name: token_by_id
 SELECT * FROM api_tokens WHERE id = ?

@@ -8,6 +8,7 @@ SELECT name FROM jobs WHERE id = ?
 
 -- name: jobs_deleted_by_ref
 SELECT * FROM jobs WHERE (id = ? OR name = ?) AND deleted_at IS NOT NULL
+  AND (? IS NULL OR namespace = ?)
 ORDER BY deleted_at DESC
 LIMIT 100
 

@@ -1,13 +1,16 @@
 -- name: job_insert
 INSERT INTO jobs (id, name, queue, priority, kind, overlap, spec, tags, paused, next_run_at,
-                  created_at, updated_at, created_by, updated_by)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                  created_at, updated_at, created_by, updated_by, namespace)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 -- name: job_by_id
 SELECT * FROM jobs WHERE id = ? AND deleted_at IS NULL
 
 -- name: job_by_name
-SELECT * FROM jobs WHERE name = ? AND deleted_at IS NULL
+-- In one namespace, or (NULL) in 'default' first, then in the others by name.
+SELECT * FROM jobs WHERE name = ? AND deleted_at IS NULL AND (? IS NULL OR namespace = ?)
+ORDER BY namespace <> 'default', namespace
+LIMIT 1
 
 -- name: job_update
 UPDATE jobs

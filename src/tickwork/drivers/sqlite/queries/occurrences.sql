@@ -104,4 +104,6 @@ ON CONFLICT (job_id, scheduled_at) DO NOTHING
 SELECT trigger, upstream FROM occurrences WHERE job_id = ? AND scheduled_at = ?
 
 -- name: job_by_name_live
+-- A chain names jobs of its own job's namespace (the second parameter: its job's id).
 SELECT id, name, version, spec FROM jobs WHERE name = ? AND deleted_at IS NULL
+  AND namespace = (SELECT u.namespace FROM jobs u WHERE u.id = ?)

@@ -1,0 +1,24 @@
+-- name: namespace_list
+-- Every namespace with quotas, live jobs or active tokens (or only %(name)s, named or not),
+-- with its live jobs and the attempts its jobs started since %(since)s.
+WITH names AS (
+    SELECT name FROM namespaces
+    UNION SELECT namespace FROM jobs WHERE deleted_at IS NULL
+    UNION SELECT namespace FROM api_tokens WHERE namespace IS NOT NULL AND revoked_at IS NULL
+    UNION SELECT %(name)s::text WHERE %(name)s::text IS NOT NULL
+)
+SELECT n.name, q.max_jobs, q.max_runs_per_hour, q.max_payload_bytes,
+       (SELECT count(*) FROM jobs j WHERE j.namespace = n.name AND j.deleted_at IS NULL) AS jobs,
+       (SELECT count(*) FROM attempts a JOIN jobs j ON j.id = a.job_id
+        WHERE j.namespace = n.name AND a.started_at >= %(since)s) AS runs
+FROM names n LEFT JOIN namespaces q ON q.name = n.name
+WHERE %(name)s::text IS NULL OR n.name = %(name)s::text
+ORDER BY n.name COLLATE "C"
+
+-- name: namespace_set
+INSERT INTO namespaces (name, max_jobs, max_runs_per_hour, max_payload_bytes, created_at,
+                        updated_at)
+VALUES (%(name)s, %(max_jobs)s, %(max_runs_per_hour)s, %(max_payload_bytes)s, %(now)s, %(now)s)
+ON CONFLICT (name) DO UPDATE SET max_jobs = excluded.max_jobs,
+    max_runs_per_hour = excluded.max_runs_per_hour,
+    max_payload_bytes = excluded.max_payload_bytes, updated_at = excluded.updated_at

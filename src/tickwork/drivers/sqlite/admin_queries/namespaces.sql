@@ -1,0 +1,24 @@
+-- name: namespace_list
+-- Every namespace with quotas, live jobs or active tokens (or only :name, named or not), with
+-- its live jobs and the attempts its jobs started since :since.
+WITH names AS (
+    SELECT name FROM namespaces
+    UNION SELECT namespace FROM jobs WHERE deleted_at IS NULL
+    UNION SELECT namespace FROM api_tokens WHERE namespace IS NOT NULL AND revoked_at IS NULL
+    UNION SELECT :name WHERE :name IS NOT NULL
+)
+SELECT n.name, q.max_jobs, q.max_runs_per_hour, q.max_payload_bytes,
+       (SELECT count(*) FROM jobs j WHERE j.namespace = n.name AND j.deleted_at IS NULL) AS jobs,
+       (SELECT count(*) FROM attempts a JOIN jobs j ON j.id = a.job_id
+        WHERE j.namespace = n.name AND a.started_at >= :since) AS runs
+FROM names n LEFT JOIN namespaces q ON q.name = n.name
+WHERE :name IS NULL OR n.name = :name
+ORDER BY n.name
+
+-- name: namespace_set
+INSERT INTO namespaces (name, max_jobs, max_runs_per_hour, max_payload_bytes, created_at,
+                        updated_at)
+VALUES (:name, :max_jobs, :max_runs_per_hour, :max_payload_bytes, :now, :now)
+ON CONFLICT (name) DO UPDATE SET max_jobs = excluded.max_jobs,
+    max_runs_per_hour = excluded.max_runs_per_hour,
+    max_payload_bytes = excluded.max_payload_bytes, updated_at = excluded.updated_at
