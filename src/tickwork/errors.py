@@ -5,6 +5,8 @@ Errors subclass builtins where they fit, so ``except LookupError`` keeps working
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 class TickworkError(Exception):
     """The root of every error tickwork raises on purpose."""
@@ -37,6 +39,22 @@ class OccurrenceNotFound(TickworkError, LookupError):
 
 class Conflict(TickworkError):
     """The request clashes with what is stored (a duplicate name, a finished occurrence)."""
+
+
+class QuotaExceeded(TickworkError):
+    """A namespace's quota refuses the request. ``resets_at`` is set for a quota over time
+    (runs per hour): the request may succeed after it; the others (jobs, payload size) hold
+    until something is deleted or the quota is raised."""
+
+    def __init__(self, namespace: str, quota: str, limit: int, used: int, reason: str, *,
+                 resets_at: datetime | None = None, retry_after: int | None = None) -> None:
+        self.namespace = namespace
+        self.quota = quota
+        self.limit = limit
+        self.used = used
+        self.resets_at = resets_at
+        self.retry_after = retry_after
+        super().__init__(f"namespace {namespace!r}: quota {quota} ({limit}) {reason}")
 
 
 class StoreError(TickworkError):

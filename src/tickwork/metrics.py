@@ -36,6 +36,7 @@ from prometheus_client.exposition import generate_latest
 
 from tickwork.drivers.admin import QueueInfo
 from tickwork.drivers.base import Completion
+from tickwork.drivers.namespaces import NamespaceInfo
 from tickwork.models import Claim
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # the format generate_latest writes
@@ -215,7 +216,8 @@ class Metrics:
             self.repairs += count
 
     def render(self, *, states: Mapping[str, int], queues: Iterable[QueueInfo],
-               all_states: Iterable[str] = ()) -> str:
+               all_states: Iterable[str] = (),
+               namespaces: Iterable[NamespaceInfo] = ()) -> str:
         """The exposition text: store-wide gauges (given) and this process's own figures."""
         queue_list = list(queues)
 
@@ -230,6 +232,7 @@ class Metrics:
             by_queue("tickwork_queue_depth", "Occurrences due now and waiting, by queue.", "due"),
             by_queue("tickwork_queue_running", "Occurrences running, by queue.", "running"),
             by_queue("tickwork_queue_paused", "1 when the queue is paused.", "paused"),
+            *namespace_families(list(namespaces)),
         ]
         with self._lock:
             own = [*self._worker_families(), *self._scheduler_families()]
@@ -288,3 +291,18 @@ class Metrics:
                    [({}, self.repairs)]),
         ]
         return [f.metric() for f in counts]
+
+
+def namespace_families(spaces: list[NamespaceInfo]) -> list[Family]:
+    """Each namespace's usage and quotas (a quota not set is left out: unlimited)."""
+    return [
+        Family("tickwork_namespace_jobs", "gauge", "Jobs defined, by namespace.",
+               [({"namespace": n.name}, n.jobs) for n in spaces]),
+        Family("tickwork_namespace_runs_this_hour", "gauge",
+               "Attempts started since the top of the UTC hour, by namespace.",
+               [({"namespace": n.name}, n.runs_this_hour) for n in spaces]),
+        Family("tickwork_namespace_quota", "gauge", "Quotas, by namespace and quota.",
+               [({"namespace": n.name, "quota": q}, getattr(n.quotas, q)) for n in spaces
+                for q in ("max_jobs", "max_runs_per_hour", "max_payload_bytes")
+                if getattr(n.quotas, q) is not None]),
+    ]

@@ -20,6 +20,7 @@ from tickwork.api import (
     calendars,
     errors,
     jobs,
+    namespaces,
     queues,
     runs,
     stats,
@@ -70,7 +71,7 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
         allowed_hosts=frozenset({*LOOPBACK_HOSTS, *(h.lower() for h in allowed_hosts)}))
     errors.install(app)
     apidocs.install(app)
-    for module in (jobs, calendars, runs, alerts, queues, stats, tokens, auth):
+    for module in (jobs, calendars, runs, alerts, queues, stats, tokens, auth, namespaces):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     app.add_middleware(UrlText)
@@ -111,7 +112,8 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
         stats_now = await client.stats(60)
         text = state_of(request).metrics.render(
             states=stats_now.occurrences_by_state, queues=await client.list_queues(),
-            all_states=[s.value for s in OccurrenceState])
+            all_states=[s.value for s in OccurrenceState],
+            namespaces=await client.list_namespaces())
         return Response(text, media_type=CONTENT_TYPE)
 
     static = resources.files("tickwork.dashboard") / "static"

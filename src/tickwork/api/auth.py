@@ -26,9 +26,11 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from tickwork.api.access import TOKEN_STATE
 from tickwork.api.body import json_body
-from tickwork.api.deps import Client, state_of
+from tickwork.api.deps import PRINCIPAL_STATE, Client, state_of
 from tickwork.api.errors import forbidden, problems, unauthorized
+from tickwork.client import check_namespace
 from tickwork.drivers.admin import Scope, TokenAuthenticateParams, TokenCreateParams, TokenInfo
+from tickwork.drivers.namespaces import NAMESPACE_RULE
 from tickwork.errors import ValidationError
 
 TOKEN_PREFIX = "tw_"  # noqa: S105  (a prefix that marks tokens, not a secret)
@@ -45,6 +47,11 @@ class Principal:
     via: str  # "bearer", "cookie" or "open"
     token: TokenInfo | None = None
 
+    @property
+    def namespace(self) -> str | None:
+        """The only namespace it sees; None: every namespace (open access, unscoped token)."""
+        return self.token.namespace if self.token is not None else None
+
 
 def new_token() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(32)
@@ -54,18 +61,29 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-async def create_token(client: Client, name: object, scope: object) -> tuple[str, TokenInfo]:
-    """A new token: the secret (shown once) and what is stored about it (its hash only)."""
+async def create_token(client: Client, name: object, scope: object,
+                       namespace: object = None) -> tuple[str, TokenInfo]:
+    """A new token: the secret (shown once) and what is stored about it (its hash only).
+    ``namespace``: the only one it sees (None: every one); a client of one namespace makes
+    tokens of that namespace only."""
     name = name.strip() if isinstance(name, str) else ""
     if not 1 <= len(name) <= 64 or not name.isprintable():
         raise ValidationError("name", "must be 1 to 64 printable characters")
     if scope not in ("read", "write", "admin"):
         raise ValidationError("scope", "must be read, write or admin")
     chosen = Scope(scope)
+    if namespace is None:
+        namespace = client.namespace
+    if not isinstance(namespace, str):
+        raise ValidationError("namespace", NAMESPACE_RULE)
+    if client.namespace is not None and namespace != client.namespace:
+        raise forbidden(f"a token of namespace {client.namespace!r} creates tokens of that "
+                        "namespace only")
+    check_namespace(namespace)
     secret = new_token()
     info = await client.admin.token_create(TokenCreateParams(
         id=f"tok_{uuid.uuid4().hex[:12]}", name=name, scope=chosen, token_hash=hash_token(secret),
-        now=client.clock.now()))
+        now=client.clock.now(), namespace=namespace))
     return secret, info
 
 
@@ -133,6 +151,7 @@ def require(scope: Scope) -> Callable[[Request], Awaitable[Principal]]:
         principal = await authenticate(request)
         if principal.token is not None:  # the access log names it
             setattr(request.state, TOKEN_STATE, principal.token.name)
+        setattr(request.state, PRINCIPAL_STATE, principal)  # client_of scopes the client by it
         if not principal.scope.allows(scope):
             raise forbidden(f"this needs a token with scope '{scope.value}' "
                             f"(this one has '{principal.scope.value}')")
@@ -175,10 +194,12 @@ async def session_get(request: Request, response: Response) -> dict[str, Any]:
     try:
         principal = await authenticate(request)
     except Exception:  # any failure to authenticate means "not signed in"
-        return {"authenticated": False, "open": False, "scope": None, "token_name": None}
+        return {"authenticated": False, "open": False, "scope": None, "token_name": None,
+                "namespace": None}
     return {"authenticated": True, "open": principal.via == "open",
             "scope": principal.scope.value,
-            "token_name": principal.token.name if principal.token else None}
+            "token_name": principal.token.name if principal.token else None,
+            "namespace": principal.namespace}
 
 
 @router.post("", summary="Sign the dashboard in with an API token", status_code=200,
@@ -197,7 +218,7 @@ async def session_create(request: Request, response: Response,
     _set_csrf(request, response)
     assert principal.token is not None
     return {"authenticated": True, "open": False, "scope": principal.scope.value,
-            "token_name": principal.token.name}
+            "token_name": principal.token.name, "namespace": principal.namespace}
 
 
 @router.delete("", summary="Sign the dashboard out", status_code=204,

@@ -31,8 +31,21 @@ def state_of(request: Request) -> ApiState:
     return state
 
 
+PRINCIPAL_STATE = "tickwork_principal"
+
+
 def client_of(request: Request) -> AsyncClient:
-    return state_of(request).client
+    """The app's client, seeing what the caller may see: a token of one namespace only that
+    namespace; a caller with every namespace (an unscoped token, open access) every one, or
+    the one its ``namespace`` query parameter names. Handlers never get another."""
+    client = state_of(request).client
+    principal = getattr(request.state, PRINCIPAL_STATE, None)
+    if principal is None:  # a route without authentication (/healthz)
+        return client
+    namespace = principal.namespace
+    if namespace is None:
+        namespace = request.query_params.get("namespace") or None
+    return client.scoped(namespace)
 
 
 ClientDep = Annotated[AsyncClient, Depends(client_of)]

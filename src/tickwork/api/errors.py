@@ -18,7 +18,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from tickwork.errors import Conflict, StoreUnavailable, TickworkError, ValidationError
+from tickwork.errors import (
+    Conflict,
+    QuotaExceeded,
+    StoreUnavailable,
+    TickworkError,
+    ValidationError,
+)
 
 log = logging.getLogger("tickwork.api")
 
@@ -53,7 +59,8 @@ def _text(value: str) -> str:
 
 def problem_response(status: int, detail: str, *, slug: str | None = None,
                      errors: Sequence[Mapping[str, str]] | None = None,
-                     headers: Mapping[str, str] | None = None) -> JSONResponse:
+                     headers: Mapping[str, str] | None = None,
+                     extra: Mapping[str, Any] | None = None) -> JSONResponse:
     body: dict[str, Any] = {
         "type": f"{TYPE_PREFIX}{slug}" if slug else "about:blank",
         "title": HTTPStatus(status).phrase,
@@ -62,14 +69,17 @@ def problem_response(status: int, detail: str, *, slug: str | None = None,
     }
     if errors is not None:
         body["errors"] = [{key: _text(text) for key, text in error.items()} for error in errors]
+    body.update(extra or {})
     return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE,
                         headers=dict(headers or {}))
 
 
-def problem_for(exc: BaseException) -> JSONResponse:
+def problem_for(exc: BaseException) -> JSONResponse:  # noqa: PLR0911  (one branch per error class: a table)
     """The response for any exception a handler lets through."""
     if isinstance(exc, HttpProblem):
         return problem_response(exc.status, exc.detail, slug=exc.slug, headers=exc.headers)
+    if isinstance(exc, QuotaExceeded):
+        return _quota_problem(exc)
     if isinstance(exc, ValidationError):
         return problem_response(422, str(exc), slug="validation-error",
                                 errors=[{"field": exc.field, "message": exc.reason}])
@@ -82,6 +92,18 @@ def problem_for(exc: BaseException) -> JSONResponse:
                                 slug="store-unavailable", headers={"Retry-After": "5"})
     log.error("unhandled error in the API", exc_info=exc)
     return problem_response(500, "internal error; the server log has the details")
+
+
+def _quota_problem(exc: QuotaExceeded) -> JSONResponse:
+    """429 for a quota over time (runs per hour), with Retry-After and when it resets; 422 for
+    the others (jobs, payload size), which waiting does not lift."""
+    extra: dict[str, Any] = {"namespace": exc.namespace, "quota": exc.quota,
+                             "limit": exc.limit, "used": exc.used}
+    if exc.resets_at is None:
+        return problem_response(422, str(exc), slug="quota-exceeded", extra=extra)
+    extra["resets_at"] = exc.resets_at.isoformat().replace("+00:00", "Z")
+    return problem_response(429, str(exc), slug="quota-exceeded", extra=extra,
+                            headers={"Retry-After": str(exc.retry_after or 1)})
 
 
 def _lookup_detail(exc: LookupError) -> str:

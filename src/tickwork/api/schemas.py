@@ -108,7 +108,14 @@ BACKFILL_BODY = body({
 TOKEN_BODY = body({
     "type": "object", "required": ["name", "scope"], "additionalProperties": False,
     "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 64},
-                   "scope": {"type": "string", "enum": ["read", "write", "admin"]}}})
+                   "scope": {"type": "string", "enum": ["read", "write", "admin"]},
+                   "namespace": {"type": "string", "pattern": "^[a-z0-9]([a-z0-9_.-]{0,61}"
+                                 "[a-z0-9])?$"}}})
+
+QUOTAS_BODY = body({
+    "type": "object", "additionalProperties": False,
+    "properties": {q: {"type": ["integer", "null"], "minimum": 0}
+                   for q in ("max_jobs", "max_runs_per_hour", "max_payload_bytes")}})
 
 _DATE: dict[str, Any] = {"type": "string", "format": "date", "example": "2030-12-25"}
 CALENDAR_DOCUMENT: dict[str, Any] = {

@@ -7,6 +7,7 @@ already runs an event loop.
 
 from __future__ import annotations
 
+import copy
 import getpass
 from collections.abc import (
     Awaitable,
@@ -26,6 +27,13 @@ from tickwork.client.calendars import (
     check_calendars,
 )
 from tickwork.client.chains import CHAIN_FIELDS, check_chains
+from tickwork.client.quotas import (
+    CreateGuard,
+    check_run_quota,
+    hour_start,
+    merge_quotas,
+    namespace_info,
+)
 from tickwork.clock import Clock, SystemClock
 from tickwork.document import (
     QUEUE_NAME,
@@ -67,6 +75,14 @@ from tickwork.drivers.base import (
     Store,
 )
 from tickwork.drivers.calendars import CalendarCache
+from tickwork.drivers.namespaces import (
+    DEFAULT_NAMESPACE,
+    NAMESPACE_NAME,
+    NAMESPACE_RULE,
+    NamespaceInfo,
+    NamespaceListParams,
+    NamespaceSetParams,
+)
 from tickwork.errors import JobNotFound, OccurrenceNotFound, ValidationError
 from tickwork.executors.admission import JobPolicy
 from tickwork.models import (
@@ -133,7 +149,8 @@ def os_user() -> str | None:
 
 def create_params(specs: Iterable[JobSpec], now: datetime,
                   calendars: Mapping[str, Calendar] | None = None,
-                  actor: str | None = None) -> Iterator[JobCreateParams]:
+                  actor: str | None = None,
+                  namespace: str = DEFAULT_NAMESPACE) -> Iterator[JobCreateParams]:
     """What the store creates for ``specs``: each job's first run is computed (and checked to
     come) once per distinct schedule object (parsing hands out one per distinct schedule
     document), with ``calendars`` for schedules that name some."""
@@ -147,7 +164,14 @@ def create_params(specs: Iterable[JobSpec], now: datetime,
             except ValidationError as exc:
                 raise ValidationError(f"[{index}].{exc.field}", exc.reason) from exc
             firsts[id(spec.schedule)] = known
-        yield JobCreateParams(spec=spec, next_run_at=known[1], now=now, actor=actor)
+        yield JobCreateParams(spec=spec, next_run_at=known[1], now=now, actor=actor,
+                              namespace=namespace)
+
+
+def check_namespace(name: str) -> str:
+    if not isinstance(name, str) or not NAMESPACE_NAME.fullmatch(name):
+        raise ValidationError("namespace", NAMESPACE_RULE)
+    return name
 
 
 def _check_texts(**fields: str | None) -> None:
@@ -163,8 +187,12 @@ class AsyncClient(CalendarMethods):
                  on_change: Callable[[], None] | None = None,
                  after_insert: Callable[[Sequence[Occurrence]], Awaitable[object]] | None = None,
                  policy: JobPolicy | None = None, actor: str | None = None,
-                 on_cancel: Callable[[], None] | None = None) -> None:
+                 on_cancel: Callable[[], None] | None = None,
+                 namespace: str | None = DEFAULT_NAMESPACE) -> None:
         self.store = store
+        # The namespace this client sees and changes; None: every namespace (jobs it creates
+        # go to ``default``). ``scoped`` gives a view of the same client on another one.
+        self.namespace = check_namespace(namespace) if namespace is not None else None
         # Who the audit trail names for changes made through this client, unless a call
         # names someone else (the API names the token): by default the OS user.
         self.actor = actor if actor is not None else os_user()
@@ -192,11 +220,24 @@ class AsyncClient(CalendarMethods):
     @classmethod
     async def open(cls, database: str = "sqlite:///tickwork.db", *, clock: Clock | None = None,
                    migrate: bool = True, policy: JobPolicy | None = None,
-                   actor: str | None = None) -> AsyncClient:
+                   actor: str | None = None,
+                   namespace: str | None = DEFAULT_NAMESPACE) -> AsyncClient:
         store = open_driver(database).store
         if migrate:
             await store.migrate()
-        return cls(store, clock=clock, policy=policy, actor=actor)
+        return cls(store, clock=clock, policy=policy, actor=actor, namespace=namespace)
+
+    def scoped(self, namespace: str | None) -> AsyncClient:
+        """This client (the same store, clock and hooks) seeing only ``namespace``; None:
+        every namespace. Closing the view closes nothing: close the client it came from."""
+        view = copy.copy(self)
+        view.namespace = check_namespace(namespace) if namespace is not None else None
+        return view
+
+    @property
+    def home(self) -> str:
+        """Where this client creates jobs: its namespace, or ``default``."""
+        return self.namespace if self.namespace is not None else DEFAULT_NAMESPACE
 
     def _who(self, actor: str | None) -> str | None:
         return actor if actor is not None else self.actor
@@ -225,13 +266,15 @@ class AsyncClient(CalendarMethods):
     async def create_job(self, job: JobInput, *, actor: str | None = None) -> Job:
         spec = to_spec(job)
         self._check(spec)
+        now = self.clock.now()
+        CreateGuard(await namespace_info(self.admin, self.home, now)).check(spec)
         if spec.chained:
             await check_chains([("", spec)], self._spec_named)
-        now = self.clock.now()
         next_run = await self._first_run(spec, now)
         check_runs(spec, next_run, now)
         created = await self.store.job_create(
-            JobCreateParams(spec=spec, next_run_at=next_run, now=now, actor=self._who(actor)))
+            JobCreateParams(spec=spec, next_run_at=next_run, now=now, actor=self._who(actor),
+                            namespace=self.home))
         self._changed()
         return created
 
@@ -244,10 +287,12 @@ class AsyncClient(CalendarMethods):
         """
         now = self.clock.now()
         calendars = await self.calendar_map()
+        guard = CreateGuard(await namespace_info(self.admin, self.home, now))
 
         def check(spec: JobSpec) -> None:
             self._check(spec)
             check_calendars(spec, calendars)
+            guard.check(spec)
 
         specs: Iterable[JobSpec]
         docs = jobs if isinstance(jobs, Sequence) else list(jobs)
@@ -259,14 +304,15 @@ class AsyncClient(CalendarMethods):
         else:
             specs = to_specs(docs, check)
         created = await self.store.job_create_many(
-            JobCreateManyParams(jobs=create_params(specs, now, calendars, self._who(actor))))
+            JobCreateManyParams(jobs=create_params(specs, now, calendars, self._who(actor),
+                                                   self.home)))
         self._changed()
         return created
 
     async def _spec_named(self, name: str) -> JobSpec | None:
         """The stored job named ``name`` (not one whose id it is), or None."""
         try:
-            job = await self.store.job_get(name)
+            job = await self.store.job_get(name, self.home)
         except JobNotFound:
             return None
         return job.spec if job.spec.name == name else None
@@ -290,7 +336,7 @@ class AsyncClient(CalendarMethods):
         """By id or name; a ref that is not valid Unicode text is a ValidationError, as any
         other bad input, never an encoding error from the driver."""
         _check_texts(job=ref)
-        return await self.store.job_get(ref)
+        return await self.store.job_get(ref, self.namespace)
 
     async def list_jobs(self, *, queue: str | None = None, tag: str | None = None,
                         kind: str | None = None, name_contains: str | None = None,
@@ -304,7 +350,8 @@ class AsyncClient(CalendarMethods):
             want = min(limit - len(found), MAX_BATCH)
             page = await self.store.job_list(JobListParams(
                 queue=queue, tag=tag, kind=kind, name_contains=name_contains, paused=paused,
-                after_name=found[-1].spec.name if found else after_name, limit=want))
+                after_name=found[-1].spec.name if found else after_name, limit=want,
+                namespace=self.namespace))
             found.extend(page)
             if len(page) < want:
                 break
@@ -318,9 +365,12 @@ class AsyncClient(CalendarMethods):
         if spec.chained and (spec.chained != current.spec.chained
                              or spec.name != current.spec.name):
             await check_chains([("", spec)], self._spec_named)
+        now = self.clock.now()
         if (spec.kind, spec.payload) != (current.spec.kind, current.spec.payload):
             self._check(spec)
-        now = self.clock.now()
+            guard = CreateGuard(await namespace_info(self.admin, current.namespace, now))
+            guard.info = replace(guard.info, jobs=guard.info.jobs - 1)  # this one is counted
+            guard.check(spec)
         next_run = current.next_run_at
         if spec.schedule != current.spec.schedule:
             next_run = await self._first_run(spec, now)
@@ -355,6 +405,7 @@ class AsyncClient(CalendarMethods):
         """Run the job now, once, outside its schedule (with an idempotency key of its own)."""
         job = await self._job(ref)
         now = self.clock.now()
+        check_run_quota(await namespace_info(self.admin, job.namespace, now), 1, now)
         stored = await self.store.occurrence_insert(OccurrenceInsertParams(occurrences=[
             NewOccurrence(job_id=job.id, scheduled_at=now, due_at=now, queue=job.spec.queue,
                           priority=job.spec.priority, max_attempts=job.spec.retry.max_attempts,
@@ -413,6 +464,8 @@ class AsyncClient(CalendarMethods):
         result = replace(result, existing=[t for t in times if t in have])
         if dry_run:
             return result
+        check_run_quota(await namespace_info(self.admin, job.namespace, now),
+                   len(times) - len(result.existing), now)
         stored = await self.store.occurrence_insert(OccurrenceInsertParams(occurrences=[
             NewOccurrence(job_id=job.id, scheduled_at=t, due_at=now, queue=job.spec.queue,
                           priority=job.spec.priority, max_attempts=job.spec.retry.max_attempts,
@@ -472,7 +525,8 @@ class AsyncClient(CalendarMethods):
         for job_id in job_ids:  # one, unless a name was reused by jobs since deleted
             found.extend(await self._list_runs(job_id, OccurrenceListParams(
                 queue=queue, states=[OccurrenceState(s) for s in states], since=since,
-                until=until, before=before, limit=limit, newest_first=newest_first)))
+                until=until, before=before, limit=limit, newest_first=newest_first,
+                namespace=self.namespace)))
         if len(job_ids) > 1:
             found.sort(key=lambda o: (o.scheduled_at, o.job_id), reverse=newest_first)
             del found[limit:]
@@ -484,7 +538,7 @@ class AsyncClient(CalendarMethods):
         try:
             return [await self._job(ref)]
         except JobNotFound:
-            deleted = await self.store.job_get_deleted(ref)
+            deleted = await self.store.job_get_deleted(ref, self.namespace)
             if not deleted:
                 raise
             return deleted
@@ -508,8 +562,26 @@ class AsyncClient(CalendarMethods):
         """Alerts, newest first, with their deliveries; ``state`` is firing or resolved;
         ``before`` is the (fired_at, id) of the row the listing continues after."""
         job_id = (await self._job(job)).id if job else None
-        return await self.store.alert_list(AlertListParams(
+        found = await self.store.alert_list(AlertListParams(
             job_id=job_id, state=state, before=before, limit=min(limit, MAX_ALERTS)))
+        if job_id is None and self.namespace is not None:
+            mine = await self._own_job_ids({a.job_id for a in found})
+            found = [a for a in found if a.job_id in mine]
+        return found
+
+    async def _own_job_ids(self, job_ids: Iterable[str | None]) -> set[str]:
+        """Those of ``job_ids`` whose jobs (live or deleted) are in this client's namespace."""
+        mine: set[str] = set()
+        for job_id in job_ids:
+            if job_id is None:
+                continue
+            try:
+                await self.store.job_get(job_id, self.namespace)
+            except JobNotFound:
+                if not await self.store.job_get_deleted(job_id, self.namespace):
+                    continue
+            mine.add(job_id)
+        return mine
 
     async def get_run(self, job: str, scheduled_at: datetime) -> tuple[Occurrence, list[Attempt]]:
         job_id = (await self._job(job)).id
@@ -549,7 +621,10 @@ class AsyncClient(CalendarMethods):
                         actor: str | None = None) -> Occurrence:
         """Run a dead, crashed or cancelled run again now, as its next attempt, with the same
         idempotency key, whatever the job's overlap policy. Conflict for any other state."""
-        job_id = (await self._job(job)).id
+        found = await self._job(job)
+        job_id = found.id
+        now = self.clock.now()
+        check_run_quota(await namespace_info(self.admin, found.namespace, now), 1, now)
         retried = await self.store.occurrence_retry(OccurrenceRetryParams(
             job_id=job_id, scheduled_at=scheduled_at, now=self.clock.now(),
             actor=self._who(actor)))
@@ -564,8 +639,35 @@ class AsyncClient(CalendarMethods):
                     after_id: int | None = None, limit: int = 100) -> list[AuditEntry]:
         """Recorded changes, oldest first; of one job (a deleted one too) if ``job`` is set."""
         job_id = (await self.jobs_by_ref(job))[0].id if job else None
-        return await self.store.audit_list(AuditListParams(
+        found = await self.store.audit_list(AuditListParams(
             job_id=job_id, since=since, after_id=after_id, limit=limit))
+        if job_id is None and self.namespace is not None:
+            # A page may come back shorter than ``limit``; the cursor (after_id) still moves.
+            mine = await self._own_job_ids({e.job_id for e in found})
+            found = [e for e in found if e.job_id in mine]
+        return found
+
+    # -- namespaces --------------------------------------------------------------------------
+
+    async def list_namespaces(self) -> list[NamespaceInfo]:
+        """Namespaces with their quotas and usage: only this client's own, if it has one."""
+        now = self.clock.now()
+        if self.namespace is not None:
+            return [await namespace_info(self.admin, self.namespace, now)]
+        return await self.admin.namespace_list(NamespaceListParams(hour_start=hour_start(now)))
+
+    async def set_quotas(self, name: str, changes: Mapping[str, object]) -> NamespaceInfo:
+        """Change some of a namespace's quotas (``max_jobs``, ``max_runs_per_hour``,
+        ``max_payload_bytes``: a whole number >= 0, or None to lift it); the others keep
+        their values."""
+        name = check_namespace(name)
+        if self.namespace is not None and name != self.namespace:
+            raise ValidationError("namespace", "a client of one namespace sets only its own")
+        now = self.clock.now()
+        current = await namespace_info(self.admin, name, now)
+        quotas = merge_quotas(current.quotas, changes)
+        await self.admin.namespace_set(NamespaceSetParams(name=name, quotas=quotas, now=now))
+        return await namespace_info(self.admin, name, now)
 
 
 # The synchronous facade, defined over AsyncClient (imported last: it imports this module).

@@ -17,6 +17,7 @@ from tickwork.clock import Clock
 from tickwork.drivers.alerts import StoredAlert
 from tickwork.drivers.base import MAX_BATCH
 from tickwork.drivers.calendars import StoredCalendar
+from tickwork.drivers.namespaces import NamespaceInfo
 from tickwork.models import (
     Attempt,
     AuditEntry,
@@ -44,7 +45,7 @@ class Client:
 
     @classmethod
     def open(cls, database: str = "sqlite:///tickwork.db", *, clock: Clock | None = None,
-             migrate: bool = True) -> Client:
+             migrate: bool = True, namespace: str | None = "default") -> Client:
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="tickwork-client", daemon=True)
         thread.start()
@@ -52,7 +53,8 @@ class Client:
 
         try:
             inner = asyncio.run_coroutine_threadsafe(
-                AsyncClient.open(database, clock=clock, migrate=migrate), loop).result()
+                AsyncClient.open(database, clock=clock, migrate=migrate, namespace=namespace),
+                loop).result()
         except BaseException:
             loop.call_soon_threadsafe(loop.stop)
             thread.join()
@@ -74,6 +76,12 @@ class Client:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+    def list_namespaces(self) -> list[NamespaceInfo]:
+        return self._run(self._inner.list_namespaces())
+
+    def set_quotas(self, name: str, changes: Mapping[str, object]) -> NamespaceInfo:
+        return self._run(self._inner.set_quotas(name, changes))
 
     def create_job(self, job: JobInput, *, actor: str | None = None) -> Job:
         return self._run(self._inner.create_job(job, actor=actor))
