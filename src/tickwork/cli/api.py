@@ -49,22 +49,27 @@ def tokens() -> None:
 
 @tokens.command("create", epilog=examples(
     "tickwork tokens create --name deploy-bot --scope write",
-    "tickwork tokens create --name grafana --scope read"))
+    "tickwork tokens create --name grafana --scope read",
+    "tickwork tokens create --name acme-ci --scope write --namespace acme"))
 @click.option("--name", required=True, help="what the token is for")
 @click.option("--scope", required=True, type=click.Choice(["read", "write", "admin"]),
               help="read < write (jobs) < admin (queues, tokens)")
+@click.option("--namespace", metavar="NAME",
+              help="the only namespace the token sees and changes (default: every one)")
 @store_options()
-async def create_token_cmd(target: Target, name: str, scope: str) -> int:
+async def create_token_cmd(target: Target, name: str, scope: str,
+                           namespace: str | None) -> int:
     """Create an API token and print it once; only its hash is stored."""
     from tickwork.api.auth import create_token  # noqa: PLC0415
     from tickwork.runtime.client import client_for  # noqa: PLC0415  (the store loads to use it)
 
-    client = await client_for(settings_from(target), create=True)
+    client = await client_for(settings_from(target), create=True, namespace=None)
     try:
-        secret, info = await create_token(client, name, scope)
+        secret, info = await create_token(client, name, scope, namespace)
     finally:
         await client.close()
-    print(f"created token {info.name!r} ({info.id}, scope {info.scope.value}); "
+    where = f", namespace {info.namespace}" if info.namespace else ""
+    print(f"created token {info.name!r} ({info.id}, scope {info.scope.value}{where}); "
           "it is shown only this once:")
     print(secret)
     return 0
@@ -85,11 +90,12 @@ async def list_tokens(target: Target, as_json: bool) -> int:
     if as_json:
         print_json([{"id": t.id, "name": t.name, "scope": t.scope.value,
                      "created_at": when(t.created_at), "last_used_at": when(t.last_used_at),
-                     "revoked_at": when(t.revoked_at)} for t in found])
+                     "revoked_at": when(t.revoked_at), "namespace": t.namespace}
+                    for t in found])
     else:
-        print_table(["ID", "NAME", "SCOPE", "CREATED", "LAST USED", "REVOKED"],
-                    [[t.id, t.name, t.scope.value, when(t.created_at), when(t.last_used_at),
-                      when(t.revoked_at)] for t in found])
+        print_table(["ID", "NAME", "SCOPE", "NAMESPACE", "CREATED", "LAST USED", "REVOKED"],
+                    [[t.id, t.name, t.scope.value, t.namespace or "*", when(t.created_at),
+                      when(t.last_used_at), when(t.revoked_at)] for t in found])
     return 0
 
 

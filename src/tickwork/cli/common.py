@@ -19,6 +19,7 @@ from tickwork.document.text import check_text
 from tickwork.drivers.admin import QueueInfo
 from tickwork.drivers.alerts import StoredAlert
 from tickwork.drivers.calendars import StoredCalendar
+from tickwork.drivers.namespaces import DEFAULT_NAMESPACE, NamespaceInfo
 from tickwork.errors import ValidationError
 from tickwork.models import Attempt, AuditEntry, Backfill, Job, JobSpec, Occurrence, Overlap
 from tickwork.schedules.structured import Fire
@@ -67,6 +68,8 @@ class ManagementClient(Protocol):
     async def list_alerts(self, *, job: str | None = None, state: str | None = None,
                           limit: int = 50) -> list[StoredAlert]: ...
     async def list_queues(self) -> list[QueueInfo]: ...
+    async def list_namespaces(self) -> list[NamespaceInfo]: ...
+    async def set_quotas(self, name: str, changes: Mapping[str, object]) -> NamespaceInfo: ...
     async def pause_queue(self, name: str) -> QueueInfo: ...
     async def resume_queue(self, name: str) -> QueueInfo: ...
     async def list_calendars(self) -> list[StoredCalendar]: ...
@@ -79,10 +82,12 @@ class ManagementClient(Protocol):
                               replace: bool = False, source: str = ...) -> CalendarChange: ...
 
 
-async def open_client(target: Target, *, create: bool = False) -> ManagementClient:
+async def open_client(target: Target, *, create: bool = False,
+                      every_namespace: bool = False) -> ManagementClient:
     """A client on the configured database, or on the REST API with ``--api``. Only a
     command that adds something (``create``) creates or upgrades the database; the others
-    refuse one that is missing."""
+    refuse one that is missing. On a database it sees ``--namespace`` (default ``default``;
+    with ``every_namespace``, every one unless ``--namespace`` names one)."""
     if target.remote and not (target.api_from_env and target.database):
         if target.database:
             raise ValidationError("--api", "give --api or --database, not both")
@@ -91,10 +96,12 @@ async def open_client(target: Target, *, create: bool = False) -> ManagementClie
                                   "process feeds Redis itself")
         from tickwork.cli.remote import RemoteClient  # noqa: PLC0415  (httpx loads only for --api)
 
-        return RemoteClient(str(target.api), target.token)
+        return RemoteClient(str(target.api), target.token, namespace=target.namespace)
     from tickwork.runtime.client import client_for  # noqa: PLC0415  (the store loads to use it)
 
-    return await client_for(settings_from(target), create=create)
+    return await client_for(settings_from(target), create=create,
+                            namespace=target.namespace or (
+                                None if every_namespace else DEFAULT_NAMESPACE))
 
 
 def read_documents(source: str) -> list[Any]:

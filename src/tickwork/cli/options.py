@@ -22,11 +22,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 API_URL_ENV = "TICKWORK_API_URL"
 API_TOKEN_ENV = "TICKWORK_API_TOKEN"  # noqa: S105  (the variable's name, not a token)
+NAMESPACE_ENV = "TICKWORK_NAMESPACE"
 LOG_LEVEL_ENV = "TICKWORK_LOG_LEVEL"
 LOG_FORMAT_ENV = "TICKWORK_LOG_FORMAT"
 # Variables the command line reads itself; the settings loader is given the environment
 # without them, so they are not "unknown settings" to it.
-CLI_ONLY_ENV = frozenset({API_URL_ENV, API_TOKEN_ENV})
+CLI_ONLY_ENV = frozenset({API_URL_ENV, API_TOKEN_ENV, NAMESPACE_ENV})
 LOGGING = "tickwork.logging"  # ctx.meta key: the --log-level and --log-format given
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -87,6 +88,7 @@ class Target:
     api: str | None = None
     token: str | None = None
     api_from_env: bool = False
+    namespace: str | None = None  # the one namespace the command sees (None: default)
 
     @property
     def remote(self) -> bool:
@@ -97,8 +99,8 @@ REDIS_HELP = "redis://host:port/db when the deployment dispatches through Redis"
 
 
 def store_options(*, redis: str | None = None, api: bool = False) -> Callable[[F], F]:
-    """--database and --config (with ``redis``, --redis with that help; with ``api``, --api
-    and --token), handed to the command as one ``target: Target``."""
+    """--database and --config (with ``redis``, --redis with that help; with ``api``, --api,
+    --token and --namespace), handed to the command as one ``target: Target``."""
 
     def decorate(command: F) -> F:
         @functools.wraps(command)
@@ -109,7 +111,8 @@ def store_options(*, redis: str | None = None, api: bool = False) -> Callable[[F
                             redis=params.pop("redis") if redis else None,
                             api=params.pop("api") if api else None,
                             token=params.pop("token") if api else None,
-                            api_from_env=source is click.core.ParameterSource.ENVIRONMENT)
+                            api_from_env=source is click.core.ParameterSource.ENVIRONMENT,
+                            namespace=params.pop("namespace") if api else None)
             return command(*args, target=target, **params)
 
         options: list[Callable[[F], F]] = [
@@ -130,6 +133,10 @@ def store_options(*, redis: str | None = None, api: bool = False) -> Callable[[F
                              show_envvar=True, help="the API token for --api (tickwork "
                              "tokens create); prefer the variable, which stays out of "
                              "shell history"),
+                click.option("--namespace", metavar="NAME", envvar=NAMESPACE_ENV,
+                             show_envvar=True, help="the namespace to see and change "
+                             "(default: default; with --api, a token of one namespace "
+                             "always sees its own)"),
             ]
         wrapped: Any = with_target
         for option in reversed(options):

@@ -27,6 +27,7 @@ from tickwork.drivers.admin import QueueInfo
 from tickwork.drivers.alerts import MAX_ALERTS, AlertDelivery, StoredAlert
 from tickwork.drivers.base import MAX_BATCH
 from tickwork.drivers.calendars import StoredCalendar
+from tickwork.drivers.namespaces import NamespaceInfo, Quotas
 from tickwork.errors import Conflict, StoreUnavailable, TickworkError, ValidationError
 from tickwork.models import (
     Attempt,
@@ -81,7 +82,7 @@ class RemoteClient:
 
     def __init__(self, url: str, token: str | None, *,
                  transport: httpx.AsyncBaseTransport | None = None,
-                 timeout: float = TIMEOUT_SECONDS) -> None:
+                 timeout: float = TIMEOUT_SECONDS, namespace: str | None = None) -> None:
         if not token:
             raise ValidationError("--token", "--api needs an API token: pass --token or set "
                                   "TICKWORK_API_TOKEN (tickwork tokens create makes one)")
@@ -89,6 +90,8 @@ class RemoteClient:
         self.timeout = timeout
         self._http = httpx.AsyncClient(
             base_url=self.base, transport=transport, timeout=timeout,
+            # a token without a namespace sees the one named; a namespace's token its own
+            params={"namespace": namespace} if namespace else None,
             headers={"Authorization": f"Bearer {token}", "Accept": "application/json",
                      "User-Agent": "tickwork-cli"})
 
@@ -283,6 +286,16 @@ class RemoteClient:
 
     # --- the HTTP edge ------------------------------------------------------------------
 
+    # --- namespaces -----------------------------------------------------------------------
+
+    async def list_namespaces(self) -> list[NamespaceInfo]:
+        body = await self._call("GET", "/namespaces")
+        return [namespace_from_json(item) for item in body["items"]]
+
+    async def set_quotas(self, name: str, changes: Mapping[str, object]) -> NamespaceInfo:
+        return namespace_from_json(await self._call("PATCH", f"/namespaces/{_segment(name)}",
+                                                    json=dict(changes)))
+
     async def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
             response = await self._http.request(method, path, **kwargs)
@@ -326,10 +339,21 @@ class RemoteClient:
             return NoSuchThing(detail)
         if status == 409:
             return Conflict(detail)
+        if status == 429:
+            wait = response.headers.get("retry-after")
+            return TickworkError(detail + (f" (retry after {wait} s)" if wait else ""))
         if status == 503:
             return StoreUnavailable(f"the API at {self.base} cannot reach its store: {detail}")
         return ApiUnreachable(f"the API at {self.base} answered {method_path(response)} with "
                               f"{status}: {detail}")
+
+
+def namespace_from_json(item: Mapping[str, Any]) -> NamespaceInfo:
+    return NamespaceInfo(name=item["name"], jobs=item["jobs"],
+                         runs_this_hour=item["runs_this_hour"],
+                         quotas=Quotas(max_jobs=item["max_jobs"],
+                                       max_runs_per_hour=item["max_runs_per_hour"],
+                                       max_payload_bytes=item["max_payload_bytes"]))
 
 
 def method_path(response: httpx.Response) -> str:

@@ -14,13 +14,16 @@ from tickwork.clock import SystemClock
 from tickwork.config import Settings
 from tickwork.drivers import Driver, open_driver, safe_url
 from tickwork.drivers.base import Store
+from tickwork.drivers.namespaces import DEFAULT_NAMESPACE
 from tickwork.errors import ConfigError, NotMigrated
 from tickwork.executors.admission import JobPolicy
 
 
 async def client_for(settings: Settings, *, create: bool = True,
-                     driver: Driver | None = None) -> AsyncClient:
-    """A client on the configured store (``driver``'s, when given); with Redis configured,
+                     driver: Driver | None = None,
+                     namespace: str | None = DEFAULT_NAMESPACE) -> AsyncClient:
+    """A client on the configured store (``driver``'s, when given), seeing ``namespace``
+    (None: every namespace); with Redis configured,
     what it triggers or backfills goes straight into Redis' due set. Closing the client
     closes the store."""
     driver = driver or open_driver(settings.database)
@@ -43,7 +46,7 @@ async def client_for(settings: Settings, *, create: bool = True,
         await driver.close()
         raise
     client = AsyncClient(driver.store, policy=JobPolicy(settings.executors, runs_jobs=False),
-                         after_insert=after_insert)
+                         after_insert=after_insert, namespace=namespace)
     if close_dispatch is not None:
         client.on_close(close_dispatch)
     return client
