@@ -23,7 +23,7 @@ QUOTA_MAX = 2**62  # a bound that fits every driver's integer column
 @dataclass(frozen=True, slots=True)
 class Quotas:
     max_jobs: int | None = None  # jobs defined at once (deleted ones do not count)
-    max_runs_per_hour: int | None = None  # attempts started per UTC clock hour
+    max_runs_per_hour: int | None = None  # attempts claimed (started) per UTC clock hour
     max_payload_bytes: int | None = None  # a job's payload, as compact JSON in UTF-8
 
 
@@ -32,7 +32,7 @@ class NamespaceInfo:
     name: str
     quotas: Quotas
     jobs: int  # jobs defined now
-    runs_this_hour: int  # attempts started since ``hour_start``
+    runs_this_hour: int  # attempts claimed since ``hour_start``
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ WITH names AS (
 SELECT n.name, q.max_jobs, q.max_runs_per_hour, q.max_payload_bytes,
        (SELECT count(*) FROM jobs j WHERE j.namespace = n.name AND j.deleted_at IS NULL) AS jobs,
        (SELECT count(*) FROM attempts a JOIN jobs j ON j.id = a.job_id
-        WHERE j.namespace = n.name AND a.started_at >= %(since)s) AS runs
+        WHERE j.namespace = n.name AND a.claimed_at >= %(since)s) AS runs
 FROM names n LEFT JOIN namespaces q ON q.name = n.name
 WHERE %(name)s::text IS NULL OR n.name = %(name)s::text
 ORDER BY n.name COLLATE "C"

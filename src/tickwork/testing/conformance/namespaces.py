@@ -1,0 +1,167 @@
+"""Namespace conformance: jobs, runs and tokens stay in their namespace, in every driver.
+
+A driver's test module subclasses ``NamespaceConformance`` and defines ``store`` (a fresh,
+migrated Store of its own). Names are unique per namespace; a lookup scoped to one namespace
+never finds another's job, by id or by name; listings and chains stay inside it; tokens carry
+their namespace, and one namespace cannot revoke another's; quotas are stored and usage is
+counted from the jobs and attempts themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tickwork.drivers.admin import (
+    Scope,
+    TokenAuthenticateParams,
+    TokenCreateParams,
+    TokenNotFound,
+    TokenRevokeParams,
+)
+from tickwork.drivers.base import (
+    JobCreateManyParams,
+    JobCreateParams,
+    JobDeleteParams,
+    JobListParams,
+    OccurrenceCompleteParams,
+    OccurrenceListParams,
+    Store,
+)
+from tickwork.drivers.chaining import chain_fire
+from tickwork.drivers.namespaces import NamespaceListParams, NamespaceSetParams, Quotas
+from tickwork.errors import Conflict, JobNotFound
+from tickwork.models import Job, OccurrenceState, Trigger
+from tickwork.testing.factories import (
+    NOW,
+    add_occurrences,
+    claim_one,
+    complete,
+    completion,
+    job_spec,
+    seconds,
+)
+
+__all__ = ["NamespaceConformance"]
+
+
+async def add(store: Store, name: str, namespace: str, **spec: object) -> Job:
+    return await store.job_create(JobCreateParams(
+        spec=replace(job_spec(name), **spec), next_run_at=None, now=NOW, namespace=namespace))
+
+
+class NamespaceConformance:
+    async def test_names_are_unique_per_namespace(self, store: Store) -> None:
+        a = await add(store, "report", "a")
+        b = await add(store, "report", "b")
+        assert (a.namespace, b.namespace) == ("a", "b")
+        with pytest.raises(Conflict, match="report"):
+            await add(store, "report", "a")
+        with pytest.raises(Conflict, match="'x'"):  # a batch clashing with itself
+            await store.job_create_many(JobCreateManyParams(jobs=[
+                JobCreateParams(spec=job_spec(n), next_run_at=None, now=NOW, namespace="c")
+                for n in ("x", "x")]))
+        assert (await store.job_get(a.id)).namespace == "a"
+
+    async def test_a_scoped_lookup_finds_only_its_own_namespace(self, store: Store) -> None:
+        a = await add(store, "only-a", "a")
+        await add(store, "both", "a")
+        b_both = await add(store, "both", "b")
+        assert await store.job_get(a.id, "a") == a
+        assert await store.job_get("only-a", "a") == a
+        for ref in (a.id, "only-a"):  # by id and by name: as if it did not exist
+            with pytest.raises(JobNotFound):
+                await store.job_get(ref, "b")
+        assert await store.job_get("both", "b") == b_both
+        assert (await store.job_get("both", "a")).namespace == "a"
+
+    async def test_unscoped_name_lookup_prefers_default(self, store: Store) -> None:
+        await add(store, "same", "zeta")
+        home = await add(store, "same", "default")
+        await add(store, "same", "alpha")
+        assert await store.job_get("same") == home
+        await store.job_delete(JobDeleteParams(id=home.id, now=NOW))
+        assert (await store.job_get("same")).namespace == "alpha"
+
+    async def test_listings_stay_in_the_namespace(self, store: Store) -> None:
+        a = await add(store, "j1", "a")
+        b = await add(store, "j2", "b")
+        await add_occurrences(store, a, NOW)
+        await add_occurrences(store, b, NOW)
+        listed = await store.job_list(JobListParams(namespace="a"))
+        assert [j.id for j in listed] == [a.id]
+        assert {j.id for j in await store.job_list(JobListParams())} == {a.id, b.id}
+        runs = await store.occurrence_list(OccurrenceListParams(namespace="b"))
+        assert [o.job_id for o in runs] == [b.id]
+        both = await store.occurrence_list(OccurrenceListParams())
+        assert {o.job_id for o in both} == {a.id, b.id}
+
+    async def test_deleted_jobs_stay_in_their_namespace(self, store: Store) -> None:
+        a = await add(store, "gone", "a")
+        await store.job_delete(JobDeleteParams(id=a.id, now=NOW))
+        assert [j.id for j in await store.job_get_deleted("gone", "a")] == [a.id]
+        assert await store.job_get_deleted("gone", "b") == []
+        assert await store.job_get_deleted(a.id, "b") == []
+
+    async def test_chains_name_jobs_of_their_own_namespace(self, store: Store) -> None:
+        mine = await add(store, "next", "a")
+        other = await add(store, "next", "b")
+        up = await add(store, "first", "a", on_success=("next",))
+        await add_occurrences(store, up, NOW)
+        claim = await claim_one(store, NOW)
+        occ = claim.occurrence
+        fire = chain_fire(claim.job.spec, job_id=occ.job_id, scheduled_at=occ.scheduled_at,
+                          attempt=occ.attempt, idempotency_key=occ.idempotency_key,
+                          state=OccurrenceState.SUCCEEDED)
+        params = OccurrenceCompleteParams(
+            completions=[replace(completion(claim), chain=fire)], now=NOW + seconds(1))
+        assert await store.occurrence_complete(params) == [True]
+        assert [o.job_id for o in params.chained] == [mine.id]
+        chained = await store.occurrence_list(OccurrenceListParams(job_id=other.id))
+        assert [o for o in chained if o.trigger is Trigger.CHAIN] == []
+
+    async def test_tokens_carry_their_namespace(self, store: Store) -> None:
+        admin = store.admin()
+        scoped = await admin.token_create(TokenCreateParams(
+            id="t1", name="ci", scope=Scope.WRITE, token_hash="h1", now=NOW, namespace="a"))
+        every = await admin.token_create(TokenCreateParams(
+            id="t2", name="ops", scope=Scope.ADMIN, token_hash="h2", now=NOW))
+        assert (scoped.namespace, every.namespace) == ("a", None)
+        found = await admin.token_authenticate(TokenAuthenticateParams(token_hash="h1", now=NOW))
+        assert found is not None and found.namespace == "a"
+        with pytest.raises(TokenNotFound):  # namespace b cannot revoke a's token
+            await admin.token_revoke(TokenRevokeParams(ref="ci", now=NOW, namespace="b"))
+        with pytest.raises(TokenNotFound):
+            await admin.token_revoke(TokenRevokeParams(ref="ops", now=NOW, namespace="a"))
+        revoked = await admin.token_revoke(TokenRevokeParams(ref="t1", now=NOW, namespace="a"))
+        assert revoked.revoked_at is not None
+
+    async def test_quotas_and_usage(self, store: Store) -> None:
+        admin = store.admin()
+        hour = NOW.replace(minute=0)
+        job = await add(store, "j", "a")
+        await add(store, "k", "a")
+        await add(store, "gone", "a")
+        await store.job_delete(JobDeleteParams(id=(await store.job_get("gone", "a")).id,
+                                               now=NOW))
+        await add(store, "j", "b")
+        await add_occurrences(store, job, NOW - seconds(7200), NOW)
+        early = await claim_one(store, NOW - seconds(7200))  # started before this hour
+        await complete(store, NOW - seconds(7100),
+                       completion(early, started_at=NOW - seconds(7200)))
+        await claim_one(store, NOW)
+        await admin.namespace_set(NamespaceSetParams(
+            name="a", quotas=Quotas(max_jobs=5, max_runs_per_hour=100), now=NOW))
+        listed = {n.name: n for n in await admin.namespace_list(
+            NamespaceListParams(hour_start=hour))}
+        assert set(listed) == {"a", "b"}
+        assert (listed["a"].jobs, listed["a"].runs_this_hour) == (2, 1)
+        assert listed["a"].quotas == Quotas(max_jobs=5, max_runs_per_hour=100)
+        assert (listed["b"].jobs, listed["b"].quotas) == (1, Quotas())
+        await admin.namespace_set(NamespaceSetParams(
+            name="a", quotas=Quotas(max_payload_bytes=10), now=NOW + seconds(1)))
+        (a,) = await admin.namespace_list(NamespaceListParams(hour_start=hour, name="a"))
+        assert a.quotas == Quotas(max_payload_bytes=10)
+        (fresh,) = await admin.namespace_list(NamespaceListParams(hour_start=hour, name="new"))
+        assert (fresh.name, fresh.jobs, fresh.quotas) == ("new", 0, Quotas())
