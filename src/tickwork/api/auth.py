@@ -61,11 +61,11 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-async def create_token(client: Client, name: object, scope: object,
-                       namespace: object = None) -> tuple[str, TokenInfo]:
+async def create_token(client: Client, name: object, scope: object, namespace: object = None,
+                       *, creator: str | None = None) -> tuple[str, TokenInfo]:
     """A new token: the secret (shown once) and what is stored about it (its hash only).
-    ``namespace``: the only one it sees (None: every one); a client of one namespace makes
-    tokens of that namespace only."""
+    ``namespace``: the only one it sees (None: every one). ``creator``: the namespace of whoever
+    asks, if it has one: it makes tokens of that namespace only (by default, of its own)."""
     name = name.strip() if isinstance(name, str) else ""
     if not 1 <= len(name) <= 64 or not name.isprintable():
         raise ValidationError("name", "must be 1 to 64 printable characters")
@@ -73,13 +73,14 @@ async def create_token(client: Client, name: object, scope: object,
         raise ValidationError("scope", "must be read, write or admin")
     chosen = Scope(scope)
     if namespace is None:
-        namespace = client.namespace
-    if not isinstance(namespace, str):
-        raise ValidationError("namespace", NAMESPACE_RULE)
-    if client.namespace is not None and namespace != client.namespace:
-        raise forbidden(f"a token of namespace {client.namespace!r} creates tokens of that "
-                        "namespace only")
-    check_namespace(namespace)
+        namespace = creator
+    if namespace is not None:
+        if not isinstance(namespace, str):
+            raise ValidationError("namespace", NAMESPACE_RULE)
+        if creator is not None and namespace != creator:
+            raise forbidden(f"a token of namespace {creator!r} creates tokens of that "
+                            "namespace only")
+        check_namespace(namespace)
     secret = new_token()
     info = await client.admin.token_create(TokenCreateParams(
         id=f"tok_{uuid.uuid4().hex[:12]}", name=name, scope=chosen, token_hash=hash_token(secret),

@@ -41,7 +41,7 @@ async def create(client: ClientDep, body: Annotated[Any, Depends(json_body)]) ->
     if unknown:
         raise ValidationError("", f"unknown field {sorted(unknown)[0]!r}")
     secret, info = await create_token(client, body.get("name", ""), body.get("scope", ""),
-                                      body.get("namespace"))
+                                      body.get("namespace"), creator=client.namespace)
     return {"token": secret, **token_json(info)}
 
 

@@ -49,7 +49,8 @@ from tickwork.schedules.structured import Fire
 PAGE = 500  # the API's largest page of jobs or runs
 PREVIEW_PAGE = 100  # the API's most fire times in one preview
 TIMEOUT_SECONDS = 30.0
-_JOB_FIELDS = ("id", "next_run_at", "created_at", "updated_at", "created_by", "updated_by")
+_JOB_FIELDS = ("id", "next_run_at", "created_at", "updated_at", "created_by", "updated_by",
+               "namespace")
 AUDIT_PAGE = 500  # the API's largest page of audit entries
 # what the API adds to a calendar document (calendar_json, the calendar page's "jobs",
 # change_json's outcome)
@@ -399,7 +400,8 @@ def job_from_json(doc: Mapping[str, Any]) -> Job:
     spec = parse_job_document({k: v for k, v in doc.items() if k not in _JOB_FIELDS}).spec
     return Job(id=doc["id"], spec=spec, next_run_at=_maybe_instant(doc.get("next_run_at")),
                created_at=_instant(doc["created_at"]), updated_at=_instant(doc["updated_at"]),
-               created_by=doc.get("created_by"), updated_by=doc.get("updated_by"))
+               created_by=doc.get("created_by"), updated_by=doc.get("updated_by"),
+               namespace=doc.get("namespace", "default"))
 
 
 def run_from_json(doc: Mapping[str, Any]) -> Occurrence:

@@ -29,7 +29,8 @@ def when(dt: datetime | None) -> str | None:
 def job_json(job: Job) -> dict[str, Any]:
     return {"id": job.id, **job_document(job.spec), "next_run_at": when(job.next_run_at),
             "created_at": when(job.created_at), "updated_at": when(job.updated_at),
-            "created_by": job.created_by, "updated_by": job.updated_by}
+            "created_by": job.created_by, "updated_by": job.updated_by,
+            "namespace": job.namespace}
 
 
 def spec_diff(before: JobSpec, after: JobSpec) -> dict[str, Any]:

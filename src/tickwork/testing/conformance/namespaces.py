@@ -10,6 +10,7 @@ counted from the jobs and attempts themselves.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -46,7 +47,7 @@ from tickwork.testing.factories import (
 __all__ = ["NamespaceConformance"]
 
 
-async def add(store: Store, name: str, namespace: str, **spec: object) -> Job:
+async def add(store: Store, name: str, namespace: str, **spec: Any) -> Job:
     return await store.job_create(JobCreateParams(
         spec=replace(job_spec(name), **spec), next_run_at=None, now=NOW, namespace=namespace))
 
@@ -123,13 +124,15 @@ class NamespaceConformance:
 
     async def test_tokens_carry_their_namespace(self, store: Store) -> None:
         admin = store.admin()
+        h1, h2 = "1" * 64, "2" * 64  # hashes, as stored
         scoped = await admin.token_create(TokenCreateParams(
-            id="t1", name="ci", scope=Scope.WRITE, token_hash="h1", now=NOW, namespace="a"))
+            id="t1", name="ci", scope=Scope.WRITE, token_hash=h1, now=NOW, namespace="a"))
         every = await admin.token_create(TokenCreateParams(
-            id="t2", name="ops", scope=Scope.ADMIN, token_hash="h2", now=NOW))
+            id="t2", name="ops", scope=Scope.ADMIN, token_hash=h2, now=NOW))
         assert (scoped.namespace, every.namespace) == ("a", None)
-        found = await admin.token_authenticate(TokenAuthenticateParams(token_hash="h1", now=NOW))
-        assert found is not None and found.namespace == "a"
+        found = await admin.token_authenticate(TokenAuthenticateParams(token_hash=h1, now=NOW))
+        assert found is not None
+        assert found.namespace == "a"
         with pytest.raises(TokenNotFound):  # namespace b cannot revoke a's token
             await admin.token_revoke(TokenRevokeParams(ref="ci", now=NOW, namespace="b"))
         with pytest.raises(TokenNotFound):
