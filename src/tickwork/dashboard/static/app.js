@@ -49,7 +49,7 @@ async function api(method, path, body) {
   const headers = { Accept: "application/json" };
   if (method !== "GET") headers["X-CSRF-Token"] = cookie("tw_csrf");
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const response = await fetch(ROOT + path.replace(/^\//, ""), {
+  const response = await fetch(ROOT + nsPath(path).replace(/^\//, ""), {
     method, headers, credentials: "same-origin",
     body: body === undefined ? undefined : JSON.stringify(body),
   });
@@ -139,6 +139,7 @@ async function whoami() {
   const out = document.getElementById("signout");
   who.textContent = me.open ? "open access (no token)" : me.authenticated ? `${me.token_name} (${me.scope})` : "";
   out.hidden = !(me.authenticated && !me.open);
+  await nsHeader(me);
   return me;
 }
 
@@ -487,6 +488,7 @@ async function route() {
     else if (parts[0] === "calendars" && parts.length === 1) await calendarsPage();
     else if (parts[0] === "calendars") await calendarPage(parts[1]);
     else if (parts[0].startsWith("alerts")) await alertsPage();
+    else if (parts[0] === "namespaces") await namespacesPage();
     else render(el("h1", { text: "Not found" }));
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return;
