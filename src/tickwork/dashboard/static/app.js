@@ -49,7 +49,8 @@ async function api(method, path, body) {
   const headers = { Accept: "application/json" };
   if (method !== "GET") headers["X-CSRF-Token"] = cookie("tw_csrf");
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const response = await fetch(ROOT + nsPath(path).replace(/^\//, ""), {
+  path = nsPath(path); // the namespace filter (namespaces.js)
+  const response = await fetch(ROOT + path.replace(/^\//, ""), {
     method, headers, credentials: "same-origin",
     body: body === undefined ? undefined : JSON.stringify(body),
   });
