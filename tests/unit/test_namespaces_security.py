@@ -252,3 +252,18 @@ def test_the_cli_meets_the_quotas_and_stays_in_its_namespace(
     assert capsys.readouterr().out.strip() == "[]"
     assert main(["jobs", "show", "theirs", "--database", url]) == 2
     assert "no job 'theirs'" in capsys.readouterr().err
+
+
+async def test_shared_queues_and_calendars_are_changed_only_by_every_namespace(
+    t: Tenants,
+) -> None:
+    cal = {"name": "holidays", "dates": ["2030-12-25"]}
+    assert_problem(await t.call("a", "POST", "/api/v1/calendars", json=cal), 403)
+    assert_problem(await t.call("a-admin", "POST", "/api/v1/queues/default/pause"), 403)
+    assert (await t.call("root", "POST", "/api/v1/calendars", json=cal)).status_code == 201
+    for who, name in (("a", "mine"), ("b", "theirs")):
+        job = doc(name, schedule={"cron": "0 3 * * *", "exclude": ["holidays"]})
+        assert (await t.call(who, "POST", "/api/v1/jobs", json=job)).status_code == 201, who
+    assert_problem(await t.call("a", "DELETE", "/api/v1/calendars/holidays"), 403)
+    seen = (await t.call("a", "GET", "/api/v1/calendars/holidays")).json()
+    assert seen["jobs"] == ["mine"]

@@ -168,10 +168,20 @@ def actor_of(request: Request) -> str:
     return name if isinstance(name, str) and name else "open-access"
 
 
+async def every_namespace(request: Request) -> None:
+    """Refuse a token of one namespace: what is shared by every namespace (queues, calendars,
+    quotas) is changed only by a caller that sees them all. After ``require``."""
+    principal = getattr(request.state, PRINCIPAL_STATE, None)
+    if principal is not None and principal.namespace is not None:
+        raise forbidden("queues, calendars and quotas are shared by every namespace: changing "
+                        "them needs a token without a namespace")
+
+
 Actor = Annotated[str, Depends(actor_of)]
 READ = Depends(require(Scope.READ))
 WRITE = Depends(require(Scope.WRITE))
 ADMIN = Depends(require(Scope.ADMIN))
+SHARED = Depends(every_namespace)
 
 # -- the dashboard's session -----------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Response
 
-from tickwork.api.auth import READ, WRITE
+from tickwork.api.auth import READ, SHARED, WRITE
 from tickwork.api.body import json_body
 from tickwork.api.deps import ClientDep
 from tickwork.api.errors import problems
@@ -35,13 +35,13 @@ async def list_calendars(client: ClientDep) -> dict[str, Any]:
     return {"items": [calendar_json(c) for c in await client.list_calendars()]}
 
 
-@router.post("", status_code=201, dependencies=[WRITE], openapi_extra=CALENDAR_BODY,
+@router.post("", status_code=201, dependencies=[WRITE, SHARED], openapi_extra=CALENDAR_BODY,
              responses=WRITE_ERRORS, summary="Create a calendar")
 async def create_calendar(client: ClientDep, body: Body) -> dict[str, Any]:
     return calendar_json(await client.create_calendar(_object(body)))
 
 
-@router.post("/import", status_code=201, dependencies=[WRITE],
+@router.post("/import", status_code=201, dependencies=[WRITE, SHARED],
              openapi_extra=CALENDAR_IMPORT_BODY, responses=WRITE_ERRORS,
              summary="Create (or with replace, replace) a calendar from an .ics file's text")
 async def import_calendar(client: ClientDep, body: Body) -> dict[str, Any]:
@@ -70,14 +70,14 @@ async def get_calendar(client: ClientDep, name: str) -> dict[str, Any]:
     return {**calendar_json(calendar), "jobs": sorted(j.spec.name for j in jobs)}
 
 
-@router.put("/{name}", dependencies=[WRITE], openapi_extra=CALENDAR_UPDATE_BODY,
+@router.put("/{name}", dependencies=[WRITE, SHARED], openapi_extra=CALENDAR_UPDATE_BODY,
             responses=WRITE_ERRORS,
             summary="Replace a calendar; the jobs that name it are re-planned")
 async def update_calendar(client: ClientDep, name: str, body: Body) -> dict[str, Any]:
     return change_json(await client.update_calendar(name, _object(body)))
 
 
-@router.delete("/{name}", status_code=204, dependencies=[WRITE], responses=WRITE_ERRORS,
+@router.delete("/{name}", status_code=204, dependencies=[WRITE, SHARED], responses=WRITE_ERRORS,
                summary="Delete a calendar; refused (409) while a job names it")
 async def delete_calendar(client: ClientDep, name: str) -> Response:
     await client.delete_calendar(name)

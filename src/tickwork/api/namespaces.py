@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 
-from tickwork.api.auth import ADMIN, READ
+from tickwork.api.auth import ADMIN, READ, SHARED
 from tickwork.api.body import json_body
-from tickwork.api.deps import PRINCIPAL_STATE, ClientDep
-from tickwork.api.errors import forbidden, problems
+from tickwork.api.deps import ClientDep
+from tickwork.api.errors import problems
 from tickwork.api.schemas import QUOTAS_BODY
 from tickwork.drivers.namespaces import NamespaceInfo
 from tickwork.errors import ValidationError
@@ -31,14 +31,11 @@ async def list_namespaces(client: ClientDep) -> dict[str, Any]:
     return {"items": [namespace_json(n) for n in await client.list_namespaces()]}
 
 
-@router.patch("/{name}", dependencies=[ADMIN], openapi_extra=QUOTAS_BODY,
+@router.patch("/{name}", dependencies=[ADMIN, SHARED], openapi_extra=QUOTAS_BODY,
               responses=problems(401, 403, 413, 415, 422),
               summary="Set some quotas of a namespace (null lifts one); the others keep theirs")
-async def set_quotas(request: Request, client: ClientDep, name: str,
+async def set_quotas(client: ClientDep, name: str,
                      body: Annotated[Any, Depends(json_body)]) -> dict[str, Any]:
-    principal = getattr(request.state, PRINCIPAL_STATE)
-    if principal.namespace is not None:
-        raise forbidden("quotas are set by an admin token without a namespace")
     if not isinstance(body, dict):
         raise ValidationError("", "send a JSON object of quotas")
     return namespace_json(await client.scoped(None).set_quotas(name, body))

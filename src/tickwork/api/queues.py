@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from tickwork.api.auth import ADMIN, READ
+from tickwork.api.auth import ADMIN, READ, SHARED
 from tickwork.api.deps import ClientDep
 from tickwork.api.errors import problems
 from tickwork.drivers.admin import QueueInfo
@@ -25,13 +25,13 @@ async def list_queues(client: ClientDep) -> dict[str, Any]:
     return {"items": [queue_json(q) for q in await client.list_queues()]}
 
 
-@router.post("/{name}/pause", dependencies=[ADMIN], responses=problems(401, 403, 422),
+@router.post("/{name}/pause", dependencies=[ADMIN, SHARED], responses=problems(401, 403, 422),
              summary="Stop starting runs from this queue (running ones finish)")
 async def pause_queue(client: ClientDep, name: str) -> dict[str, Any]:
     return queue_json(await client.pause_queue(name))
 
 
-@router.post("/{name}/resume", dependencies=[ADMIN], responses=problems(401, 403, 422),
+@router.post("/{name}/resume", dependencies=[ADMIN, SHARED], responses=problems(401, 403, 422),
              summary="Start runs from this queue again")
 async def resume_queue(client: ClientDep, name: str) -> dict[str, Any]:
     return queue_json(await client.resume_queue(name))

@@ -69,6 +69,7 @@ class CalendarMethods:
     _calendar_cache: CalendarCache
     _changed: Callable[[], None]
     _job: Callable[[str], Awaitable[Job]]
+    namespace: str | None
 
     async def calendar_map(self) -> dict[str, Calendar]:
         """Every calendar, parsed, by name."""
@@ -99,8 +100,9 @@ class CalendarMethods:
 
     async def calendar_jobs(self, name: str, limit: int = MAX_BATCH) -> list[Job]:
         """The jobs whose schedules name the calendar (up to ``limit``)."""
-        return await self.store.calendar_jobs(CalendarJobsParams(name=check_name(name),
+        jobs = await self.store.calendar_jobs(CalendarJobsParams(name=check_name(name),
                                                                  limit=limit))
+        return [j for j in jobs if self.namespace is None or j.namespace == self.namespace]
 
     async def create_calendar(self, doc: Mapping[str, Any]) -> StoredCalendar:
         cal = parse_calendar(doc)
