@@ -267,14 +267,16 @@ class AsyncClient(CalendarMethods):
         spec = to_spec(job)
         self._check(spec)
         now = self.clock.now()
-        CreateGuard(await namespace_info(self.admin, self.home, now)).check(spec)
+        guard = CreateGuard(await namespace_info(self.admin, self.home, now))
+        guard.check(spec)
         if spec.chained:
             await check_chains([("", spec)], self._spec_named)
         next_run = await self._first_run(spec, now)
         check_runs(spec, next_run, now)
-        created = await self.store.job_create(
-            JobCreateParams(spec=spec, next_run_at=next_run, now=now, actor=self._who(actor),
-                            namespace=self.home))
+        (created,) = await self.store.job_create_many(JobCreateManyParams(
+            jobs=[JobCreateParams(spec=spec, next_run_at=next_run, now=now,
+                                  actor=self._who(actor), namespace=self.home)],
+            max_jobs=guard.info.quotas.max_jobs))
         self._changed()
         return created
 
@@ -305,7 +307,8 @@ class AsyncClient(CalendarMethods):
             specs = to_specs(docs, check)
         created = await self.store.job_create_many(
             JobCreateManyParams(jobs=create_params(specs, now, calendars, self._who(actor),
-                                                   self.home)))
+                                                   self.home),
+                                max_jobs=guard.info.quotas.max_jobs))
         self._changed()
         return created
 

@@ -54,6 +54,10 @@ class JobCreateManyParams:
     batch and reaches the caller as it is."""
 
     jobs: Iterable[JobCreateParams]
+    # The namespace's job quota (drivers/namespaces.py), all jobs being of one namespace: the
+    # batch is refused whole (QuotaExceeded) if the namespace would then hold more live jobs.
+    # Counted in the write transaction, so concurrent creations cannot pass it together.
+    max_jobs: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from tickwork.errors import QuotaExceeded
+
 DEFAULT_NAMESPACE = "default"
 NAMESPACE_NAME = re.compile(r"[a-z0-9](?:[a-z0-9_.-]{0,61}[a-z0-9])?")
 NAMESPACE_RULE = ("must be 1 to 63 characters: lower-case letters, digits, '-', '_' and '.', "
@@ -48,6 +50,14 @@ class NamespaceSetParams:
     name: str
     quotas: Quotas
     now: datetime
+
+
+def check_max_jobs(namespace: str, limit: int, held: int, adding: int) -> None:
+    """QuotaExceeded when ``held`` live jobs (``adding`` of them new) pass ``limit``."""
+    if held > limit:
+        raise QuotaExceeded(namespace, "max_jobs", limit, held - adding,
+                            f"refuses more jobs: {held - adding} defined, {adding} more "
+                            "asked for")
 
 
 class NamespaceStore(Protocol):

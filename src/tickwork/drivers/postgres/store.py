@@ -17,6 +17,7 @@ from psycopg import sql
 
 from tickwork.drivers import base as b
 from tickwork.drivers.codec import new_job_ids, spec_to_json, specs_to_json
+from tickwork.drivers.namespaces import check_max_jobs
 from tickwork.drivers.postgres.alerts import AlertMethods
 from tickwork.drivers.postgres.calendars import CalendarMethods
 from tickwork.drivers.postgres.claims import KeyClaimMethods
@@ -131,6 +132,9 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
         jobs: list[Job] = []
         try:
             async with self.pool.transaction() as conn:
+                space = first[0].namespace
+                if p.max_jobs is not None:  # creations into one namespace, one at a time
+                    await conn.execute(Q["namespace_lock"], (space,))
                 cur = conn.cursor()
                 async with cur.copy(Q["job_copy"]) as copy:
                     copy.set_types(JOB_COPYTYPES)
@@ -141,6 +145,10 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
                         for job, spec in zip(made, specs, strict=True):
                             await copy.write_row(job_row(job, spec))
                 await conn.execute(Q["audit_insert_created"], {"ids": [j.id for j in jobs]})
+                if p.max_jobs is not None:
+                    row = await fetch_one(conn, Q["jobs_in_namespace"], (space,))
+                    assert row is not None
+                    check_max_jobs(space, p.max_jobs, row["count"], len(jobs))
         except StoreError as exc:
             raise await self._conflict_of(exc, jobs) from exc
         return jobs

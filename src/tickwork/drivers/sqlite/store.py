@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from tickwork.drivers import base as b
 from tickwork.drivers.codec import new_job_ids, spec_to_json, specs_to_json
+from tickwork.drivers.namespaces import check_max_jobs
 from tickwork.drivers.rows import SpecCache
 from tickwork.drivers.sqlfiles import load_migrations, load_queries, split_statements
 from tickwork.drivers.sqlite.alerts import SqliteAlertMethods
@@ -135,6 +136,10 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
                 with write_transaction(conn):
                     conn.executemany(Q["job_insert"], rows)
                     conn.executemany(Q["audit_insert"], audits)
+                    if p.max_jobs is not None:
+                        space = items[0].namespace
+                        held = conn.execute(Q["jobs_in_namespace"], (space,)).fetchone()[0]
+                        check_max_jobs(space, p.max_jobs, held, len(items))
             except sqlite3.IntegrityError as exc:
                 # Named after the rollback: inside the transaction, the batch's own rows count
                 # as taken and the error would name the wrong job.

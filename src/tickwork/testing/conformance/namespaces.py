@@ -9,6 +9,7 @@ counted from the jobs and attempts themselves.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -32,7 +33,7 @@ from tickwork.drivers.base import (
 )
 from tickwork.drivers.chaining import chain_fire
 from tickwork.drivers.namespaces import NamespaceListParams, NamespaceSetParams, Quotas
-from tickwork.errors import Conflict, JobNotFound
+from tickwork.errors import Conflict, JobNotFound, QuotaExceeded
 from tickwork.models import Job, OccurrenceState, Trigger
 from tickwork.testing.factories import (
     NOW,
@@ -168,3 +169,35 @@ class NamespaceConformance:
         assert a.quotas == Quotas(max_payload_bytes=10)
         (fresh,) = await admin.namespace_list(NamespaceListParams(hour_start=hour, name="new"))
         assert (fresh.name, fresh.jobs, fresh.quotas) == ("new", 0, Quotas())
+
+    async def test_the_job_quota_is_counted_in_the_write_transaction(self, store: Store) -> None:
+        await add(store, "old", "a")
+        await add(store, "other", "b")
+
+        def batch(*names: str) -> JobCreateManyParams:
+            return JobCreateManyParams(jobs=[JobCreateParams(
+                spec=job_spec(n), next_run_at=None, now=NOW, namespace="a") for n in names],
+                max_jobs=2)
+
+        with pytest.raises(QuotaExceeded, match="max_jobs") as caught:
+            await store.job_create_many(batch("x", "y"))
+        assert (caught.value.namespace, caught.value.limit, caught.value.used) == ("a", 2, 1)
+        assert [j.spec.name for j in await store.job_list(JobListParams(namespace="a"))] == [
+            "old"]  # refused whole
+        (made,) = await store.job_create_many(batch("x"))
+        assert made.namespace == "a"
+        with pytest.raises(QuotaExceeded):
+            await store.job_create_many(batch("z"))
+
+    async def test_concurrent_creations_cannot_pass_the_job_quota_together(
+        self, store: Store
+    ) -> None:
+        def one(name: str) -> JobCreateManyParams:
+            return JobCreateManyParams(jobs=[JobCreateParams(
+                spec=job_spec(name), next_run_at=None, now=NOW, namespace="a")], max_jobs=3)
+
+        results = await asyncio.gather(*(store.job_create_many(one(f"j{i}")) for i in range(6)),
+                                       return_exceptions=True)
+        assert sum(isinstance(r, list) for r in results) == 3
+        assert all(isinstance(r, list | QuotaExceeded) for r in results), results
+        assert len(await store.job_list(JobListParams(namespace="a"))) == 3

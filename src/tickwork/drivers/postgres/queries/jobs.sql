@@ -26,6 +26,13 @@ WHERE (namespace, name) IN (SELECT * FROM unnest(%b::text[], %b::text[])) AND de
 -- name: job_ids_taken
 SELECT id FROM jobs WHERE id = ANY(%b::text[])
 
+-- name: jobs_in_namespace
+SELECT count(*) AS count FROM jobs WHERE namespace = %s AND deleted_at IS NULL
+
+-- name: namespace_lock
+-- Held to the end of the transaction: creations into one namespace with a job quota queue.
+SELECT pg_advisory_xact_lock(hashtextextended('tickwork.namespace:' || %s, 0))
+
 -- name: job_update
 UPDATE jobs
 SET name = %s, queue = %s, priority = %s, kind = %s, overlap = %s, timeout_seconds = %s,

@@ -12,6 +12,9 @@ SELECT * FROM jobs WHERE name = ? AND deleted_at IS NULL AND (? IS NULL OR names
 ORDER BY namespace <> 'default', namespace
 LIMIT 1
 
+-- name: jobs_in_namespace
+SELECT count(*) FROM jobs WHERE namespace = ? AND deleted_at IS NULL
+
 -- name: job_update
 UPDATE jobs
 SET name = ?, queue = ?, priority = ?, kind = ?, overlap = ?, spec = ?, tags = ?, paused = ?,
