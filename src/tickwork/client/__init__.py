@@ -228,8 +228,10 @@ class AsyncClient(CalendarMethods):
         return cls(store, clock=clock, policy=policy, actor=actor, namespace=namespace)
 
     def scoped(self, namespace: str | None) -> AsyncClient:
-        """This client (the same store, clock and hooks) seeing only ``namespace``; None:
-        every namespace. Closing the view closes nothing: close the client it came from."""
+        """This client (the same store, admin, clock and hooks) seeing only ``namespace``;
+        None: every namespace. A view is cheap (the API makes one per request); closing
+        either closes the store they share, so close only the client the views came from."""
+        _ = self.admin  # made once, then shared by every view
         view = copy.copy(self)
         view.namespace = check_namespace(namespace) if namespace is not None else None
         return view
