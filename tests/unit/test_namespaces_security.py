@@ -20,6 +20,7 @@ from tickwork.api.auth import create_token
 from tickwork.cli.main import main
 from tickwork.client import AsyncClient, Client
 from tickwork.clock import FakeClock
+from tickwork.drivers.alerts import AlertFireParams
 from tickwork.drivers.base import OccurrenceClaimParams
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import QuotaExceeded
@@ -267,3 +268,16 @@ async def test_shared_queues_and_calendars_are_changed_only_by_every_namespace(
     assert_problem(await t.call("a", "DELETE", "/api/v1/calendars/holidays"), 403)
     seen = (await t.call("a", "GET", "/api/v1/calendars/holidays")).json()
     assert seen["jobs"] == ["mine"]
+
+
+async def test_alerts_are_listed_for_their_namespace_only(t: Tenants) -> None:
+    for who, name in (("a", "mine"), ("b", "theirs")):
+        job = (await t.call(who, "POST", "/api/v1/jobs", json=doc(name))).json()
+        await t.client.store.alert_fire(AlertFireParams(
+            job_id=job["id"], job_name=name, condition="run_dead", detail="x",
+            now=t.clock.now(), cooldown_seconds=0))
+    seen = (await t.call("a", "GET", "/api/v1/alerts")).json()["items"]
+    assert [a["job_name"] for a in seen] == ["mine"]
+    assert_problem(await t.call("a", "GET", "/api/v1/alerts?job=theirs"), 404)
+    every = (await t.call("root", "GET", "/api/v1/alerts")).json()["items"]
+    assert sorted(a["job_name"] for a in every) == ["mine", "theirs"]
