@@ -18,6 +18,8 @@ from tickwork.config import Settings
 from tickwork.document.alerts import parse_alert_defaults
 from tickwork.drivers import Driver
 from tickwork.drivers.base import Completion, Store
+from tickwork.drivers.enqueue import JobsPurged
+from tickwork.drivers.history import HistoryStore
 from tickwork.executors import build_executors
 from tickwork.executors.base import Executor, ExecutorSettings
 from tickwork.metrics import Metrics
@@ -26,6 +28,7 @@ from tickwork.runtime.tracing import attempt_tracer
 from tickwork.scheduler.alert_delivery import AlertDeliverer
 from tickwork.scheduler.alerts import AlertEvaluator
 from tickwork.scheduler.planner import Planner
+from tickwork.scheduler.pruner import Pruner
 from tickwork.scheduler.rescuer import Rescuer
 from tickwork.secrets import SecretResolver, resolver_for
 from tickwork.worker.pool import WorkerPool
@@ -119,6 +122,20 @@ def planner(settings: Settings, *, store: Store, clock: Clock, metrics: Metrics,
     return Planner(store=store, clock=clock, horizon_seconds=settings.planner_horizon_seconds,
                    interval_seconds=settings.planner_interval_seconds, on_planned=planned,
                    after_commit=redis.after_plan if redis else None, **options)
+
+
+def pruner(settings: Settings, *, store: Store, clock: Clock, metrics: Metrics,
+           history: HistoryStore | None = None) -> Pruner:
+    """The pruner: history past ``retention_days`` (a store with partitions, given as
+    ``history``), and definitions past ``finished_job_retention_seconds``, counted."""
+
+    def purged(done: JobsPurged) -> None:
+        metrics.jobs_purged("finished", done.finished)
+        metrics.jobs_purged("deleted", done.deleted)
+
+    return Pruner(store=history, clock=clock, retention_days=settings.retention_days,
+                  jobs=store, on_purged=purged,
+                  finished_job_retention_seconds=settings.finished_job_retention_seconds)
 
 
 def rescuer(settings: Settings, *, store: Store, clock: Clock, metrics: Metrics,
