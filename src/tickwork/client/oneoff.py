@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.clock import Clock
-from tickwork.document import BulkParser, check_runs, first_run
-from tickwork.document.enqueue import EnqueueRequest, parse_enqueue
+from tickwork.document import BulkParser
+from tickwork.document.enqueue import EnqueueRequest, enqueued_run, parse_enqueue
 from tickwork.drivers.base import JobCreateParams, Store
 from tickwork.drivers.enqueue import Enqueued, EnqueueItem, JobEnqueueParams
 from tickwork.errors import ValidationError
@@ -61,7 +61,7 @@ def parse_requests(docs: Iterable[object], now: datetime,
             request = parse_enqueue(doc, now=now, parser=parser)
             if check is not None:
                 check(request.spec)
-            check_runs(request.spec, first_run(request.spec, now), now)
+            enqueued_run(request.spec, now)
         except ValidationError as exc:
             raise _at(index if indexed else None, exc) from exc
         found.append(request)
@@ -73,7 +73,7 @@ def enqueue_params(requests: Iterable[EnqueueRequest], now: datetime,
     """What the store enqueues for ``requests`` (parsed and checked by parse_requests)."""
     items: list[EnqueueItem] = []
     for request in requests:
-        next_run = first_run(request.spec, now)
+        next_run = enqueued_run(request.spec, now)
         create = JobCreateParams(spec=request.spec, next_run_at=next_run, now=now, actor=actor)
         until = None if request.dedupe_key is None else now + request.dedupe_window
         items.append(EnqueueItem(create=create, dedupe_key=request.dedupe_key,

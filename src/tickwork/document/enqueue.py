@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from tickwork.document import BulkParser
+from tickwork.document import BulkParser, check_runs, first_run
 from tickwork.document.fields import bounded_seconds, parse_instant, string
 from tickwork.document.text import got, not_unicode
 from tickwork.errors import ValidationError
@@ -73,14 +73,33 @@ def parse_enqueue(doc: object, *, now: datetime,
     window = DEDUPE_WINDOW_DEFAULT_SECONDS
     if doc.get("dedupe_window_seconds") is not None:
         window = _window(doc["dedupe_window_seconds"], "dedupe_window_seconds")
-    if "kind" in job and "name" not in job and isinstance(job["kind"], str):
-        job["name"] = new_name(job["kind"])
+    if "kind" not in job:
+        raise ValidationError("kind", "is required")
+    if "name" not in job:
+        job["name"] = new_name(job["kind"] if isinstance(job["kind"], str) else "job")
     job["schedule"] = {"at": at}
     try:
         spec = (parser or BulkParser()).spec(job)
     except ValidationError as exc:
-        if exc.field == "schedule.at":
-            raise ValidationError("at", exc.reason) from exc
-        raise
+        raise _at_field(exc) from exc
     return EnqueueRequest(spec=spec, dedupe_key=key,
                           dedupe_window=timedelta(seconds=window))
+
+
+def enqueued_run(spec: JobSpec, now: datetime) -> datetime:
+    """When an enqueued job runs: its ``at``; ValidationError naming ``at`` if it is older
+    than the catch-up window (it would never run)."""
+    at = first_run(spec, now)
+    try:
+        check_runs(spec, at, now)
+    except ValidationError as exc:
+        raise _at_field(exc) from exc
+    assert at is not None  # check_runs refuses a schedule without a run
+    return at
+
+
+def _at_field(exc: ValidationError) -> ValidationError:
+    """A problem with ``schedule.at`` is one with the request's ``at``."""
+    if exc.field in ("schedule", "schedule.at"):
+        return ValidationError("at", exc.reason)
+    return exc

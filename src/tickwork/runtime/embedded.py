@@ -198,12 +198,14 @@ class EmbeddedService(Process):
 
     async def _start_api(self) -> None:
         from tickwork.api.app import create_app  # noqa: PLC0415  (FastAPI loads only to serve)
+        from tickwork.api.deps import retention_of  # noqa: PLC0415
         from tickwork.api.server import ApiServer  # noqa: PLC0415
 
         s = self.settings
         assert self.client is not None
         app = create_app(self.client, open_access=s.open_access, allowed_hosts=[s.host],
-                         metrics=self.metrics, access_log=s.access_log)
+                         metrics=self.metrics, access_log=s.access_log,
+                         retention=retention_of(s))
         self.http = ApiServer(app, host=s.host, port=s.port)
         await self.http.start()
         if s.open_access:
