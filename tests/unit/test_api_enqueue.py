@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from tests.unit.test_api import Api, assert_problem, open_api
+from test_api import Api, assert_problem, open_api
 
 from tickwork.api import create_app
 from tickwork.testing.harness import START
@@ -106,3 +106,16 @@ async def test_retention_shows_the_settings(api: Api, tmp_path: Path) -> None:
                                             "history_retention_days": 3})
     assert app.state.tickwork.retention["history_retention_days"] == 3
     assert START.year == 2030
+
+
+async def test_the_dashboard_has_the_enqueue_page(api: Api) -> None:
+    page = (await api.http.get("/dashboard/")).text
+    assert 'src="static/enqueue.js"' in page
+    assert 'href="#/enqueue"' in page
+    script = await api.http.get("/dashboard/static/enqueue.js")
+    assert script.status_code == 200
+    assert '"/api/v1/enqueue"' in script.text
+    assert '"/api/v1/retention"' in script.text
+    app = (await api.http.get("/dashboard/static/app.js")).text
+    assert "enqueuePage()" in app
+    assert "retentionCard()" in app

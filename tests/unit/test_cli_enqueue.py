@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.test_cli_api import ApiThread, new_database, tw  # noqa: F401  (fixture)
+from test_cli_api import ApiThread, new_database, tw  # noqa: F401  (fixture)
 
 HOOK = json.dumps({"method": "POST", "url": "https://example.org/hook"})
 
