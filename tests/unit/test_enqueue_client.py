@@ -27,7 +27,7 @@ from tickwork.runtime import assemble
 from tickwork.scheduler.pruner import Pruner
 from tickwork.testing.conformance.enqueue import finished_one_off
 from tickwork.testing.factories import NOW, seconds
-from tickwork.testing.harness import START
+from tickwork.testing.harness import START, Harness
 
 HOOK = {"method": "POST", "url": "https://example.org/hook"}
 DEMO = ExecutorSettings(python_allowed_modules=("tickwork.cli.demo",))
@@ -213,3 +213,33 @@ def test_pruner_refuses_a_retention_of_zero(sqlite: SqliteStore) -> None:
     with pytest.raises(ValueError, match="finished_job_retention_seconds"):
         Pruner(store=None, clock=FakeClock(NOW), jobs=sqlite,
                finished_job_retention_seconds=0)
+
+
+# -- end to end: enqueued, run once, purged --------------------------------------------------
+
+
+async def test_an_enqueued_job_runs_once_then_is_purged(harness: Harness) -> None:
+    from tickwork.testing import ledger  # noqa: PLC0415
+
+    path = harness.tmp / "ledger.jsonl"
+    payload = {"callable": "tickwork.testing.ledger:record", "kwargs": {"path": str(path)}}
+    done = await harness.client.enqueue("python", payload, dedupe_key="once")
+    held = await harness.client.enqueue("python", payload, dedupe_key="once")
+    assert (held.created, held.job.id) == (False, done.job.id)
+    await harness.tick()
+    ran = await harness.completed()
+    assert (ran.job_id, ran.scheduled_at) == (done.job.id, START)
+    assert [r["attempt"] for r in ledger.read(path)] == [1]
+
+    pruner = Pruner(store=None, clock=harness.clock, jobs=harness.store,
+                    finished_job_retention_seconds=3600.0)
+    harness.clock.advance(3000)
+    assert (await pruner.purge_once(harness.clock.now())).finished == 0
+    harness.clock.advance(700)
+    assert (await pruner.purge_once(harness.clock.now())).finished == 1
+    with pytest.raises(JobNotFound):
+        await harness.client.get_job(done.job.id)
+    [run] = await harness.client.list_runs()  # history keeps retention_days
+    assert (run.job_id, run.state.value) == (done.job.id, "succeeded")
+    again = await harness.client.enqueue("python", payload, dedupe_key="once")
+    assert again.created  # its window ended and its job is gone
