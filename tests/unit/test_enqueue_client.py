@@ -219,7 +219,7 @@ def test_pruner_refuses_a_retention_of_zero(sqlite: SqliteStore) -> None:
 
 
 async def test_an_enqueued_job_runs_once_then_is_purged(harness: Harness) -> None:
-    from tickwork.testing import ledger  # noqa: PLC0415
+    from tickwork.testing import ledger
 
     path = harness.tmp / "ledger.jsonl"
     payload = {"callable": "tickwork.testing.ledger:record", "kwargs": {"path": str(path)}}
