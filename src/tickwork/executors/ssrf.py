@@ -6,11 +6,11 @@ reserved addresses are refused unless ``ExecutorSettings.outbound_allow`` lists 
 host names). IPv6 forms that embed an IPv4 address (IPv4-mapped, IPv4-compatible, NAT64,
 6to4) are judged by the address they embed.
 
-The check runs at connect time, in ``outbound.GuardedResolver``: aiohttp connects only to the addresses
-its resolver returns, so a name that resolves to 127.0.0.1 (or changes its answer between a
-check and the connect, DNS rebinding) is refused. aiohttp does not ask the resolver about an IP
-literal, so ``OutboundPolicy.check_host`` checks the URL's host too, normalised the way
-``inet_aton`` reads it (``0x7f000001``, ``2130706433``, ``127.1``).
+The check runs at connect time, in ``outbound.GuardedResolver``: aiohttp connects only to the
+addresses its resolver returns, so a name that resolves to 127.0.0.1 (or changes its answer
+between a check and the connect, DNS rebinding) is refused. aiohttp does not ask the resolver
+about an IP literal, so ``OutboundPolicy.check_host`` checks the URL's host too, normalised the
+way ``inet_aton`` reads it (``0x7f000001``, ``2130706433``, ``127.1``).
 """
 
 from __future__ import annotations
