@@ -37,6 +37,7 @@ from tickwork.scheduler.alert_delivery import AlertDeliverer
 from tickwork.scheduler.alerts import AlertEvaluator
 from tickwork.scheduler.loop import Loop
 from tickwork.scheduler.planner import Planner
+from tickwork.scheduler.pruner import Pruner
 from tickwork.scheduler.rescuer import Rescuer
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ class EmbeddedService(Process):
         self.planner: Planner | None = None
         self.rescuer: Rescuer | None = None
         self.alerts: tuple[AlertEvaluator, AlertDeliverer] | None = None
+        self.pruner: Pruner | None = None
         self.redis: SchedulerDispatch | None = None  # the due set's side: promoter, reconciler
         self.source: RedisClaimSource | None = None  # the worker's side: claims from Redis
         self._stopped = asyncio.Event()
@@ -98,9 +100,11 @@ class EmbeddedService(Process):
             wake=self._rescued, sole_worker=worker if self.lock.held else None)
         self.alerts = assemble.alert_loops(s, store=self.store, clock=self.clock,
                                            executors=self.executors)
+        self.pruner = assemble.pruner(s, store=self.store, clock=self.clock)
         await self.rescuer.run_once(self.clock.now())  # orphans of a crashed predecessor
         await self._sync_jobs(jobs)
-        for loop in (self.planner, self.rescuer, *self.alerts, *self._redis_loops()):
+        for loop in (self.planner, self.rescuer, self.pruner, *self.alerts,
+                     *self._redis_loops()):
             loop.start()
         self.pool.start()
         log.info("tickwork is running: database %s, queues %s, worker %s%s", safe_url(s.database),
@@ -125,7 +129,8 @@ class EmbeddedService(Process):
         return self.redis.loops() if self.redis is not None else ()
 
     def loops(self) -> tuple[Stoppable, ...]:
-        return tuple(loop for loop in (self.planner, self.rescuer) if loop is not None) + \
+        return tuple(loop for loop in (self.planner, self.rescuer, self.pruner)
+                     if loop is not None) + \
             (self.alerts or ()) + self._redis_loops()
 
     @property

@@ -60,7 +60,8 @@ class SchedulerProcess(Process):
         self.alerts = assemble.alert_loops(s, store=self.store, clock=self.clock,
                                            executors=self.executors, shards=self.leaser.shards)
         self.pruner = Pruner(store=self.postgres, clock=self.clock,
-                             retention_days=s.retention_days)
+                             retention_days=s.retention_days,
+                             audit_retention_days=s.audit_retention_days)
         # A scheduler stopping gives its shards back and says so: take them now, not at the
         # next lease pass, so they are never left unplanned for seconds.
         self.listener = NotifyListener(s.database, lambda _: self.leaser.wake(),
