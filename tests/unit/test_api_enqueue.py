@@ -101,7 +101,7 @@ async def test_enqueue_name_given_and_taken_is_a_conflict(api: Api) -> None:
 async def test_retention_shows_the_settings(api: Api, tmp_path: Path) -> None:
     r = await api.get("/api/v1/retention")
     assert r.json() == {"finished_job_retention_seconds": 604800.0,
-                        "history_retention_days": 30}
+                        "history_retention_days": 30, "audit_retention_days": 365}
     app = create_app(api.client, retention={"finished_job_retention_seconds": 60.0,
                                             "history_retention_days": 3})
     assert app.state.tickwork.retention["history_retention_days"] == 3

@@ -200,7 +200,7 @@ async def test_pruner_purges_in_bounded_batches(sqlite: SqliteStore) -> None:
     for n in range(5):
         await finished_one_off(sqlite, f"once-{n}")
     seen: list[Any] = []
-    pruner = Pruner(store=None, clock=FakeClock(NOW), jobs=sqlite, purge_batch=2,
+    pruner = Pruner(store=sqlite, clock=FakeClock(NOW), jobs=sqlite, purge_batch=2,
                     finished_job_retention_seconds=60.0, on_purged=seen.append)
     later = NOW + seconds(120)
     assert await pruner.tick(later) is True  # a full batch: more may wait
@@ -211,7 +211,7 @@ async def test_pruner_purges_in_bounded_batches(sqlite: SqliteStore) -> None:
 
 def test_pruner_refuses_a_retention_of_zero(sqlite: SqliteStore) -> None:
     with pytest.raises(ValueError, match="finished_job_retention_seconds"):
-        Pruner(store=None, clock=FakeClock(NOW), jobs=sqlite,
+        Pruner(store=sqlite, clock=FakeClock(NOW), jobs=sqlite,
                finished_job_retention_seconds=0)
 
 
@@ -231,7 +231,7 @@ async def test_an_enqueued_job_runs_once_then_is_purged(harness: Harness) -> Non
     assert (ran.job_id, ran.scheduled_at) == (done.job.id, START)
     assert [r["attempt"] for r in ledger.read(path)] == [1]
 
-    pruner = Pruner(store=None, clock=harness.clock, jobs=harness.store,
+    pruner = Pruner(store=harness.store, clock=harness.clock, jobs=harness.store,
                     finished_job_retention_seconds=3600.0)
     harness.clock.advance(3000)
     assert (await pruner.purge_once(harness.clock.now())).finished == 0

@@ -31,7 +31,8 @@ class ApiState:
 def retention_of(settings: Settings) -> dict[str, Any]:
     """What ``GET /api/v1/retention`` shows (and the dashboard with it)."""
     return {"finished_job_retention_seconds": settings.finished_job_retention_seconds,
-            "history_retention_days": settings.retention_days}
+            "history_retention_days": settings.retention_days,
+            "audit_retention_days": settings.audit_retention_days}
 
 
 def state_of(request: Request) -> ApiState:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tickwork.clock import Clock
 from tickwork.config import Settings
@@ -124,20 +124,6 @@ def planner(settings: Settings, *, store: Store, clock: Clock, metrics: Metrics,
                    after_commit=redis.after_plan if redis else None, **options)
 
 
-def pruner(settings: Settings, *, store: Store, clock: Clock, metrics: Metrics,
-           history: HistoryStore | None = None) -> Pruner:
-    """The pruner: history past ``retention_days`` (a store with partitions, given as
-    ``history``), and definitions past ``finished_job_retention_seconds``, counted."""
-
-    def purged(done: JobsPurged) -> None:
-        metrics.jobs_purged("finished", done.finished)
-        metrics.jobs_purged("deleted", done.deleted)
-
-    return Pruner(store=history, clock=clock, retention_days=settings.retention_days,
-                  jobs=store, on_purged=purged,
-                  finished_job_retention_seconds=settings.finished_job_retention_seconds)
-
-
 def rescuer(settings: Settings, *, store: Store, clock: Clock, metrics: Metrics,
             redis: SchedulerDispatch | None, wake: Callable[[], None] | None = None,
             sole_worker: str | None = None) -> Rescuer:
@@ -168,3 +154,21 @@ def alert_loops(settings: Settings, *, store: Store, clock: Clock,
         defaults=parse_alert_defaults(settings.alert_defaults), shards=shards,
         on_changed=deliverer.wake)
     return evaluator, deliverer
+
+
+def pruner(settings: Settings, *, store: Store, clock: Clock,
+           metrics: Metrics | None = None) -> Pruner:
+    """History and audit retention (both drivers' stores keep the history seam), and the
+    purge of finished one-off and deleted jobs past ``finished_job_retention_seconds``,
+    counted in ``metrics``."""
+
+    def purged(done: JobsPurged) -> None:
+        assert metrics is not None
+        metrics.jobs_purged("finished", done.finished)
+        metrics.jobs_purged("deleted", done.deleted)
+
+    return Pruner(store=cast(HistoryStore, store), clock=clock,
+                  retention_days=settings.retention_days,
+                  audit_retention_days=settings.audit_retention_days, jobs=store,
+                  finished_job_retention_seconds=settings.finished_job_retention_seconds,
+                  on_purged=None if metrics is None else purged)

@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from tickwork import registry
 from tickwork.client import AsyncClient
+from tickwork.client.declared import sync_declared
 from tickwork.clock import Clock
 from tickwork.config import Settings
-from tickwork.document import parse_job_document
 from tickwork.drivers import open_driver, safe_url
-from tickwork.errors import JobNotFound
 from tickwork.executors.admission import JobPolicy
 from tickwork.metrics import REDIS, DispatchMode
 from tickwork.runtime import assemble
@@ -65,8 +64,8 @@ class EmbeddedService(Process):
         self.client: AsyncClient | None = None  # made at start, with what it must know
         self.planner: Planner | None = None
         self.rescuer: Rescuer | None = None
-        self.pruner: Pruner | None = None  # finished and deleted job definitions
         self.alerts: tuple[AlertEvaluator, AlertDeliverer] | None = None
+        self.pruner: Pruner | None = None
         self.redis: SchedulerDispatch | None = None  # the due set's side: promoter, reconciler
         self.source: RedisClaimSource | None = None  # the worker's side: claims from Redis
         self._stopped = asyncio.Event()
@@ -165,17 +164,11 @@ class EmbeddedService(Process):
     async def _sync_jobs(self, docs: list[dict[str, Any]]) -> None:
         """Create declared jobs that do not exist; update those whose document changed."""
         assert self.client is not None
-        for doc in docs:
-            spec = parse_job_document(doc).spec
-            try:
-                current = await self.client.get_job(spec.name)
-            except JobNotFound:
-                await self.client.create_job(spec)
-                log.info("created job %s", spec.name)
-                continue
-            if current.spec != spec:
-                await self.client.update_job(current.id, doc)
-                log.info("updated job %s to match its declaration", spec.name)
+        synced = await sync_declared(self.client, docs)
+        for name in synced.created:
+            log.info("created job %s", name)
+        for name in synced.updated:
+            log.info("updated job %s to match its declaration", name)
 
     # -- helpers -----------------------------------------------------------------------------
 

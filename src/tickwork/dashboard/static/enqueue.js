@@ -67,10 +67,11 @@ async function enqueuePage() {
     result, form, await retentionCard());
 }
 
-// How long finished one-off jobs, deleted jobs and run history are kept.
+// How long finished one-off jobs, deleted jobs, run history and the audit trail are kept.
 async function retentionCard() {
   const r = await api("GET", "/api/v1/retention");
   return el("div", { class: "card", id: "retention" }, el("h2", { text: "Retention" }),
     el("p", {}, "Finished one-off jobs and deleted jobs are purged ", el("strong", { id: "retention-jobs", text: duration(r.finished_job_retention_seconds) }),
-      " after they ended; run history is kept ", el("strong", { id: "retention-history", text: `${r.history_retention_days}d` }), "."));
+      " after they ended; run history is kept ", el("strong", { id: "retention-history", text: `${r.history_retention_days}d` }),
+      ", the audit trail ", el("strong", { id: "retention-audit", text: `${r.audit_retention_days}d` }), "."));
 }

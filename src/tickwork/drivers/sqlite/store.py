@@ -26,6 +26,7 @@ from tickwork.drivers.sqlite.claims import SqliteKeyMethods
 from tickwork.drivers.sqlite.connection import Connection, path_from_url, write_transaction
 from tickwork.drivers.sqlite.control import SqliteControlMethods, audit
 from tickwork.drivers.sqlite.enqueue import SqliteEnqueueMethods
+from tickwork.drivers.sqlite.history import SqliteHistoryMethods
 from tickwork.drivers.sqlite.occurrences import SqliteOccurrenceMethods
 from tickwork.drivers.sqlite.rows import from_us, job_from_row, to_us, to_us_or_none
 from tickwork.errors import Conflict, JobNotFound, StoreError
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
 
 
 class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMethods,
-                  SqliteAlertMethods, SqliteControlMethods, SqliteEnqueueMethods):
+                  SqliteAlertMethods, SqliteControlMethods, SqliteHistoryMethods,
+                  SqliteEnqueueMethods):
     """``SqliteStore("sqlite:///tickwork.db")``; call ``migrate()`` once before use."""
 
     def __init__(self, url: str) -> None:
