@@ -329,6 +329,7 @@ class ClaimResult:
     missed: int = 0
     skipped: int = 0
     cancelled: list[LeaseRef] = field(default_factory=list)  # running ones cancel_previous ended
+    held: int = 0  # due runs a limit held back (drivers/limits.py): they wait, uncharged
 
 
 @dataclass(frozen=True, slots=True)
