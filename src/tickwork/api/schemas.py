@@ -139,3 +139,14 @@ CALENDAR_IMPORT_BODY = body({
                    "replace": {"type": "boolean", "default": False}}})
 
 STATES = [s.value for s in OccurrenceState]
+
+_RATE = {"type": ["string", "null"],
+         "pattern": r"^\s*\d+\s*/\s*(s|sec|second|m|min|minute|h|hour)\s*$",
+         "description": "N/s, N/min or N/h (docs/limits.md)", "examples": ["50/s"]}
+_COUNT = {"type": ["integer", "null"], "minimum": 1, "maximum": 1_000_000}
+QUEUE_LIMITS_BODY = body({
+    "type": "object", "additionalProperties": False,
+    "properties": {"max_running": _COUNT, "rate": _RATE, "burst": _COUNT}})
+KEY_LIMIT_BODY = body({
+    "type": "object", "additionalProperties": False, "required": ["rate"],
+    "properties": {"rate": {**_RATE, "type": "string"}, "burst": _COUNT}})

@@ -27,6 +27,7 @@ from tickwork.cli import (
     calendars,
     distributed,
     jobs,
+    limits,
     queues,
     runs,
     secrets,
@@ -91,7 +92,8 @@ def completion(shell: str) -> int:
 def build_cli() -> click.Group:
     for group in (service.run, service.migrate, distributed.scheduler, distributed.worker,
                   api.api, jobs.jobs, calendars.calendars, runs.runs, queues.queues,
-                  audit.audit, alerts.alerts, api.tokens, secrets.secrets, bench.bench):
+                  limits.limits, audit.audit, alerts.alerts, api.tokens, secrets.secrets,
+                  bench.bench):
         cli.add_command(group)
     return cli
 
