@@ -63,6 +63,11 @@ _FIELDS: dict[str, Any] = {
                        "items": {"type": "string", "minLength": 1, "maxLength": 200},
                        "description": f"names of jobs to trigger when a run ends: {event}"}
        for event in ("success", "failure", "dead")},
+    "limit_key": {"type": ["string", "null"], "pattern": "^[A-Za-z0-9_.-]{1,64}$",
+                  "description": "a named limit this job's starts count against "
+                                 "(docs/limits.md)"},
+    "max_concurrency": {"type": ["integer", "null"], "minimum": 1, "maximum": 100_000,
+                        "description": "overlap allow_all: at most this many runs at once"},
 }
 
 JOB_DOCUMENT: dict[str, Any] = {
