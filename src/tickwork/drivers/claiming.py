@@ -229,3 +229,13 @@ def held_by_limits(plan: ClaimPlan, budget: Budget | None, now: datetime,
             c.queue, c.spec.limit_key, recheck_seconds)
         out.append((c.job_id, c.scheduled_at, now + timedelta(seconds=wait)))
     return out
+
+
+SLOT_RECHECK_SECONDS = 0.1  # a run held by a count (max_running, max_concurrency): look again
+
+
+def recheck_at(plan: ClaimPlan, budget: Budget | None, now: datetime) -> datetime | None:
+    """When a claimer of the queue should look again at the runs a limit held (None: none
+    held): a worker sleeps until then rather than polling what it cannot start."""
+    dues = [due for _, _, due in held_by_limits(plan, budget, now, SLOT_RECHECK_SECONDS)]
+    return min(dues) if dues else None

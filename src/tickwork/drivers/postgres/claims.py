@@ -28,6 +28,7 @@ from tickwork.drivers.claiming import (
     held_by_limits,
     left_waiting,
     plan_claims,
+    recheck_at,
     triage,
     unique,
 )
@@ -79,7 +80,8 @@ class ClaimMethods:
             claims = await self._apply_claims(conn, plan, rows, p)
             await self._apply_limits(conn, plan, limits, budget, p.now)
         return b.ClaimResult(claims=claims, missed=len(plan.missed), skipped=len(plan.skipped),
-                             cancelled=plan.cancel_running, held=len(plan.held))
+                             cancelled=plan.cancel_running, held=len(plan.held),
+                             recheck_at=recheck_at(plan, budget, p.now))
 
     async def _with_job_locks(self, conn: Conn, rows: list[Row]) -> list[Row]:
         """The candidates whose job this claimer may decide for now."""

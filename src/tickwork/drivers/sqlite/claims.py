@@ -23,6 +23,7 @@ from tickwork.drivers.claiming import (
     held_by_limits,
     left_waiting,
     plan_claims,
+    recheck_at,
     triage,
     unique,
 )
@@ -68,7 +69,7 @@ class SqliteClaimMethods:
                 limits_write(conn, plan, limits, budget, p.now)
             return b.ClaimResult(claims=claims, missed=len(plan.missed),
                                  skipped=len(plan.skipped), cancelled=plan.cancel_running,
-                                 held=len(plan.held))
+                                 held=len(plan.held), recheck_at=recheck_at(plan, budget, p.now))
 
         return await self._conn.run(run)
 

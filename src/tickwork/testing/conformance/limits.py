@@ -101,6 +101,17 @@ class LimitConformance:
         assert len((await claim(store, NOW + seconds(0.5))).claims) == 1
         assert len((await claim(store, NOW + seconds(10))).claims) == 3  # never above the burst
 
+    async def test_a_held_claim_says_when_to_look_again(self, store: Store) -> None:
+        await _jobs(store, 5)
+        assert (await claim(store, NOW, limit=1)).recheck_at is None  # nothing held
+        await _limit_queue(store, rate="2/s", burst=1)
+        result = await claim(store, NOW + seconds(1))
+        assert result.recheck_at == NOW + seconds(1.5)  # the next token
+        await _limit_queue(store, max_running=1)
+        slot = await claim(store, NOW + seconds(2))
+        assert slot.claims == []
+        assert slot.recheck_at == NOW + seconds(2.1)  # a slot: soon, or when one of ours ends
+
     async def test_a_limit_key_is_shared_across_queues(self, store: Store) -> None:
         await _jobs(store, 2, queue="a", limit_key="api")
         await _jobs(store, 2, queue="b", limit_key="api")
