@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 from test_postgres_processes import Proc, create, next_second, record_doc, start_all, until, written
 
 from tickwork.models import rfc3339
-from tickwork.testing.processes import cli, env_for
+from tickwork.testing.processes import cli, cli_json, env_for
 
 pytestmark = pytest.mark.slow
 
@@ -90,3 +91,49 @@ async def test_three_workers_never_exceed_a_queue_limit(tmp_path: Path,
         f"{per_second} started within one second")
     assert overlap == MAX_RUNNING  # the limit, not something else, set the pace
     assert len({r["pid"] for r in rows}) > 1  # the limit held across workers, not in one
+
+
+async def test_a_killed_workers_slots_come_back_when_its_leases_expire(
+        tmp_path: Path, postgres_url: str) -> None:
+    """max_running counts unexpired leases: after kill -9 of a worker holding both slots of a
+    queue, nothing of the queue starts until its leases expire, and then it does."""
+    env = env_for(tmp_path, TICKWORK_DATABASE_URL=postgres_url, TICKWORK_LEASE_SECONDS="2",
+                  TICKWORK_HEARTBEAT_SECONDS="1")
+    path = tmp_path / "ledger.jsonl"
+    assert (await cli(env, "migrate"))[0] == 0
+    assert (await cli(env, "queues", "set", "guarded", "--max-running", "2"))[0] == 0
+    scheduler = Proc(env, "scheduler", "--scheduler-id", "s0")
+    doomed = Proc(env, "worker", "--worker-id", "w0", "--queues", "guarded:4")
+    heir = Proc(env, "worker", "--worker-id", "w1", "--queues", "guarded:4")
+    try:
+        await start_all([scheduler, doomed])
+        at = rfc3339(next_second(after=1))
+        holds = [record_doc(f"hold-{i}", path, {"at": at}, queue="guarded",
+                            timeout_seconds=4, retry={"max_attempts": 1}) for i in range(2)]
+        for doc in holds:  # far longer than the test waits: they hold their slots
+            doc["payload"]["kwargs"]["sleep"] = 60
+        await create(env, holds)
+
+        async def running() -> int:
+            return len(await cli_json(env, "runs", "list", "--state", "running"))
+
+        deadline = asyncio.get_running_loop().time() + 30
+        while await running() < 2:
+            assert asyncio.get_running_loop().time() < deadline, "the holds never ran"
+            await asyncio.sleep(0.25)
+        doomed.kill9()
+        killed = time.time()
+        await create(env, [record_doc(f"after-{i}", path, {"at": rfc3339(next_second(0))},
+                                      queue="guarded") for i in range(2)])
+        await heir.start()
+        await until(lambda: len(written(path)) >= 2, timeout=45,
+                    what=lambda: f"{len(written(path))} of 2 runs after the kill")
+        codes = await asyncio.gather(scheduler.terminate(), heir.terminate())
+        assert codes == [0, 0]
+    finally:
+        for p in (scheduler, doomed, heir):
+            await p.close()
+    after = written(path)
+    assert sorted(r["job"] for r in after) == ["after-0", "after-1"]
+    # The dead worker's leases (the 4 s timeout plus a 5 s margin) held both slots a while.
+    assert min(r["started"] for r in after) >= killed + 3
