@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tickwork.drivers import open_driver
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.testing.conformance.limits import LimitConformance, _jobs, _limit_queue
 from tickwork.testing.factories import NOW, claim
@@ -33,3 +34,7 @@ async def test_concurrent_claimers_never_exceed_max_running(postgres_url: str) -
     finally:
         for s in stores:
             await s.close()
+
+
+def test_the_driver_says_it_enforces_limits(postgres_url: str) -> None:
+    assert open_driver(postgres_url).limits

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tickwork.drivers import open_driver
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.testing.conformance.limits import LimitConformance
 
@@ -18,3 +19,7 @@ class TestSqliteLimits(LimitConformance):
         await s.migrate()
         yield s
         await s.close()
+
+
+def test_the_driver_says_it_enforces_limits(tmp_path: Path) -> None:
+    assert open_driver(f"sqlite:///{tmp_path}/t.db").limits
