@@ -220,7 +220,7 @@ def left_waiting(claimable: Sequence[Key], plan: ClaimPlan,
 
 
 def held_by_limits(plan: ClaimPlan, budget: Budget | None, now: datetime,
-              recheck_seconds: float = 0.25) -> list[tuple[str, datetime, datetime]]:
+                   recheck_seconds: float = 0.25) -> list[tuple[str, datetime, datetime]]:
     """Runs a limit held back, with when to look at them again: when the bucket that held
     them has a token again, or soon (a slot frees when a running attempt ends)."""
     out = []
