@@ -21,6 +21,7 @@ from tickwork.api import (
     enqueue,
     errors,
     jobs,
+    limits,
     queues,
     runs,
     stats,
@@ -75,7 +76,7 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
         app.state.tickwork.retention = retention
     errors.install(app)
     apidocs.install(app)
-    for module in (jobs, enqueue, calendars, runs, alerts, queues, stats, tokens, auth):
+    for module in (jobs, enqueue, calendars, runs, alerts, queues, limits, stats, tokens, auth):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     app.add_middleware(UrlText)
@@ -116,6 +117,7 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
         stats_now = await client.stats(60)
         text = state_of(request).metrics.render(
             states=stats_now.occurrences_by_state, queues=await client.list_queues(),
+            limits=await client.list_limits(),
             all_states=[s.value for s in OccurrenceState])
         return Response(text, media_type=CONTENT_TYPE)
 

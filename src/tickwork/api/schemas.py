@@ -63,6 +63,11 @@ _FIELDS: dict[str, Any] = {
                        "items": {"type": "string", "minLength": 1, "maxLength": 200},
                        "description": f"names of jobs to trigger when a run ends: {event}"}
        for event in ("success", "failure", "dead")},
+    "limit_key": {"type": ["string", "null"], "pattern": "^[A-Za-z0-9_.-]{1,64}$",
+                  "description": "a named limit this job's starts count against "
+                                 "(docs/limits.md)"},
+    "max_concurrency": {"type": ["integer", "null"], "minimum": 1, "maximum": 100_000,
+                        "description": "overlap allow_all: at most this many runs at once"},
 }
 
 JOB_DOCUMENT: dict[str, Any] = {
@@ -159,3 +164,13 @@ ENQUEUE_REQUEST: dict[str, Any] = {
 ENQUEUE_BODY = body(ENQUEUE_REQUEST)
 ENQUEUE_BULK_BODY = body({"type": "array", "items": ENQUEUE_REQUEST, "minItems": 1,
                           "maxItems": 1000})
+_RATE = {"type": ["string", "null"],
+         "pattern": r"^\s*\d+\s*/\s*(s|sec|second|m|min|minute|h|hour)\s*$",
+         "description": "N/s, N/min or N/h (docs/limits.md)", "examples": ["50/s"]}
+_COUNT = {"type": ["integer", "null"], "minimum": 1, "maximum": 1_000_000}
+QUEUE_LIMITS_BODY = body({
+    "type": "object", "additionalProperties": False,
+    "properties": {"max_running": _COUNT, "rate": _RATE, "burst": _COUNT}})
+KEY_LIMIT_BODY = body({
+    "type": "object", "additionalProperties": False, "required": ["rate"],
+    "properties": {"rate": {**_RATE, "type": "string"}, "burst": _COUNT}})

@@ -28,6 +28,7 @@ from tickwork.cli import (
     distributed,
     enqueue,
     jobs,
+    limits,
     queues,
     runs,
     secrets,
@@ -92,8 +93,8 @@ def completion(shell: str) -> int:
 def build_cli() -> click.Group:
     for group in (service.run, service.migrate, distributed.scheduler, distributed.worker,
                   api.api, jobs.jobs, enqueue.enqueue, calendars.calendars, runs.runs,
-                  queues.queues, audit.audit, alerts.alerts, api.tokens, secrets.secrets,
-                  bench.bench):
+                  queues.queues, limits.limits, audit.audit, alerts.alerts, api.tokens,
+                  secrets.secrets, bench.bench):
         cli.add_command(group)
     return cli
 

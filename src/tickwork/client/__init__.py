@@ -37,6 +37,7 @@ from tickwork.document import (
     parse_job_document,
     to_spec,
 )
+from tickwork.document.limits import Limits, limit_name
 from tickwork.document.render import spec_diff
 from tickwork.document.text import not_unicode
 from tickwork.drivers import open_driver
@@ -68,6 +69,7 @@ from tickwork.drivers.base import (
     Store,
 )
 from tickwork.drivers.calendars import CalendarCache
+from tickwork.drivers.limits import KeyLimitInfo, KeyLimitSetParams, QueueLimitsSetParams
 from tickwork.errors import JobNotFound, OccurrenceNotFound, ValidationError
 from tickwork.executors.admission import JobPolicy
 from tickwork.models import (
@@ -452,6 +454,36 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
             raise ValidationError("queue", QUEUE_NAME_RULE)
         return await self.admin.queue_set_paused(
             QueueSetPausedParams(name=name, paused=paused, now=self.clock.now()))
+
+    # -- limits (docs/limits.md) -------------------------------------------------------------
+
+    async def set_queue_limits(self, name: str, limits: Limits) -> QueueInfo:
+        """Replace a queue's limits (a value left None is no limit); its bucket starts full."""
+        limit_name(name, "queue")
+        now = self.clock.now()
+        await self.admin.queue_limits_set(QueueLimitsSetParams(
+            name=name, now=now, max_running=limits.max_running, rate=limits.rate,
+            burst=limits.burst))
+        self._changed()  # a raised limit: workers look again
+        return next(q for q in await self.admin.queue_list(QueueListParams(now=now))
+                    if q.name == name)
+
+    async def list_limits(self) -> list[KeyLimitInfo]:
+        return await self.admin.key_limit_list(self.clock.now())
+
+    async def set_limit(self, key: str, limits: Limits) -> KeyLimitInfo:
+        limit_name(key, "key")
+        if limits.rate is None:
+            raise ValidationError("rate", "is required")
+        info = await self.admin.key_limit_set(KeyLimitSetParams(
+            key=key, rate=limits.rate, now=self.clock.now(), burst=limits.burst))
+        self._changed()
+        return info
+
+    async def delete_limit(self, key: str) -> None:
+        """Raises LimitNotFound."""
+        await self.admin.key_limit_delete(key)
+        self._changed()
 
     async def stats(self, window_seconds: int = 3600) -> Stats:
         return await self.admin.stats_get(

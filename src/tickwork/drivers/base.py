@@ -330,6 +330,8 @@ class ClaimResult:
     missed: int = 0
     skipped: int = 0
     cancelled: list[LeaseRef] = field(default_factory=list)  # running ones cancel_previous ended
+    held: int = 0  # due runs a limit held back (drivers/limits.py): they wait, uncharged
+    recheck_at: datetime | None = None  # when the limits that held them may let one start
 
 
 @dataclass(frozen=True, slots=True)

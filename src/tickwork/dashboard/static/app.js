@@ -177,7 +177,7 @@ async function overview() {
     el("div", { class: "card" }, el("h2", { text: "Runs by state" }), counts),
     charts,
     el("div", { class: "card" }, el("h2", { text: "Queues" }), el("table", {},
-      el("thead", {}, el("tr", {}, ["Queue", "State", "Due now", "Waiting", "Running", ""].map((t) => el("th", { text: t })))), queues)),
+      el("thead", {}, el("tr", {}, ["Queue", "State", "Due now", "Waiting", "Running", "Limits", ""].map((t) => el("th", { text: t })))), queues)),
     retention);
   async function refresh() {
     const [stats, qs] = await Promise.all([api("GET", "/api/v1/stats"), api("GET", "/api/v1/queues")]);
@@ -192,12 +192,13 @@ async function overview() {
     queues.replaceChildren(...qs.items.map((q) => el("tr", {},
       el("td", { text: q.name }), el("td", {}, badge(q.paused ? "paused" : "active")),
       el("td", { text: q.due }), el("td", { text: q.waiting }), el("td", { text: q.running }),
+      el("td", {}, el("a", { href: "#/limits", text: limitText(q) })),
       el("td", {}, el("button", { type: "button", text: q.paused ? "Resume" : "Pause", onclick: async (e) => {
         e.target.disabled = true;
         try { await api("POST", `/api/v1/queues/${enc(q.name)}/${q.paused ? "resume" : "pause"}`); } catch (err) { alert(err.message); }
         refresh();
       } })))));
-    if (!qs.items.length) queues.append(el("tr", {}, el("td", { colspan: 6, class: "muted", text: "No queues yet." })));
+    if (!qs.items.length) queues.append(el("tr", {}, el("td", { colspan: 7, class: "muted", text: "No queues yet." })));
   }
   await refresh();
   every(5000, () => refresh().catch(() => {}));
@@ -491,6 +492,7 @@ async function route() {
     else if (parts[0] === "calendars" && parts.length === 1) await calendarsPage();
     else if (parts[0] === "calendars") await calendarPage(parts[1]);
     else if (parts[0].startsWith("alerts")) await alertsPage();
+    else if (parts[0] === "limits") await limitsPage();
     else render(el("h1", { text: "Not found" }));
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return;
