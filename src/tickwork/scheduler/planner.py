@@ -23,7 +23,7 @@ from tickwork.drivers.base import (
 from tickwork.drivers.calendars import CalendarCache
 from tickwork.models import Job, OccurrenceState, ScheduleSpec
 from tickwork.scheduler.loop import Loop
-from tickwork.schedules import Schedule, compile_schedule, jitter_offset
+from tickwork.schedules import Schedule, compile_schedule, for_job, jitter_offset
 from tickwork.schedules.calendars import Calendar
 
 log = logging.getLogger("tickwork.planner")
@@ -89,7 +89,11 @@ def plan_job(job: Job, schedule: Schedule, now: datetime, until: datetime,
     catchup = timedelta(seconds=spec.catchup_window_seconds)
     occurrences: list[NewOccurrence] = []
     t: datetime | None = job.next_run_at
-    if spec.schedule.exclude or spec.schedule.only:
+    if spec.schedule.offset_auto:
+        # The job's own offset; a next run stored without it (no id yet) moves on to it.
+        schedule = for_job(schedule, job.id)
+        t = schedule.first_at_or_after(job.next_run_at)
+    elif spec.schedule.exclude or spec.schedule.only:
         t = schedule.first_at_or_after(job.next_run_at)
     while t is not None and t <= until and len(occurrences) < limit:
         state = OccurrenceState.MISSED if now - t > catchup else OccurrenceState.SCHEDULED
