@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from tickwork.client import AsyncClient
 from tickwork.clock import FakeClock
 from tickwork.document import job_document, parse_job_document
-from tickwork.drivers.base import JobCreateParams, OccurrenceListParams
+from tickwork.drivers.base import JobCreateParams, OccurrenceListParams, Store
+from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import ValidationError
 from tickwork.models import ScheduleSpec
@@ -123,15 +124,20 @@ def test_a_spec_with_both_an_offset_and_auto_is_refused() -> None:
                                       offset_auto=True))
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
-    store = SqliteStore(f"sqlite:///{tmp_path}/tickwork.db")
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """Both stores: each writes the automatic offset with the job and reads it back."""
+    store: Store
+    if request.param == "sqlite":
+        store = SqliteStore(f"sqlite:///{tmp_path}/tickwork.db")
+    else:
+        store = PostgresStore(request.getfixturevalue("postgres_url"))
     await store.migrate()
     yield store
     await store.close()
 
 
-async def test_created_jobs_keep_auto_and_plan_at_their_own_offset(store: SqliteStore) -> None:
+async def test_created_jobs_keep_auto_and_plan_at_their_own_offset(store: Store) -> None:
     """One job created alone and 50 in bulk: each reads back with ``offset_auto``, its next
     run is its own offset's, and the planner inserts occurrences at exactly those times."""
     clock = FakeClock(NOW + seconds(0.5))
@@ -158,7 +164,7 @@ async def test_created_jobs_keep_auto_and_plan_at_their_own_offset(store: Sqlite
         assert all(o.scheduled_at >= clock.now() for o in found)
 
 
-async def test_a_next_run_stored_without_the_offset_moves_on_to_it(store: SqliteStore) -> None:
+async def test_a_next_run_stored_without_the_offset_moves_on_to_it(store: Store) -> None:
     """A job written with the grid point as its next run (no id known when it was
     computed) is planned at its own offset, never earlier."""
     clock = FakeClock(NOW)
