@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -30,8 +31,9 @@ def broker_env(url: str) -> dict[str, str]:
     """What the processes need to publish to ``url``: the broker by name, and its host let
     through the outbound guard (a bench's broker is usually on this machine)."""
     host = urlsplit(url).hostname or "127.0.0.1"
+    allowed = [a for a in os.environ.get("TICKWORK_OUTBOUND_ALLOW", "").split(",") if a]
     return {"TICKWORK_BROKERS": json.dumps({BROKER_NAME: url}),
-            "TICKWORK_OUTBOUND_ALLOW": host}
+            "TICKWORK_OUTBOUND_ALLOW": ",".join(dict.fromkeys([*allowed, host]))}
 
 
 def publish_job(bench: Bench, consumer: Consumer, i: int, at: datetime) -> dict[str, Any]:
