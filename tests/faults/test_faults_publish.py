@@ -3,9 +3,10 @@ middle of publishing, and the broker killed and restarted. Neither may lose a me
 
 Delivery is at least once: a publish whose result died with its worker runs again with the
 same idempotency key, so the consumer (``tickwork.bench.consumers``) dedupes by that key and
-must count every expected occurrence. The broker is a private redis-server on a port of its
-own, with an append-only file synced on every write, so what it acknowledged survives its
-restart (the shared Redis is never restarted).
+must count every expected occurrence. The broker is a private server on a port of its own
+(the shared ones are never restarted): a redis-server with an append-only file synced on every
+write, or a nats-server whose JetStream stores its streams in the test's directory, so what
+either acknowledged survives its restart.
 
 CI-sized by default; TICKWORK_FAULTS_FULL=1 runs longer windows and more jobs.
 """
@@ -21,10 +22,11 @@ from typing import Any
 
 import pytest
 
-from tickwork.bench.consumers import RedisConsumer
+from tickwork.bench.consumers import Consumer, NatsConsumer, RedisConsumer
 from tickwork.drivers.base import OccurrenceListParams
 from tickwork.models import Job, idempotency_key, rfc3339
 from tickwork.schedules import compile_schedule
+from tickwork.testing.faults.natsserver import PrivateNats
 from tickwork.testing.faults.redisserver import PrivateRedis
 from tickwork.testing.faults.run import (
     FINAL_STATES,
@@ -64,7 +66,7 @@ async def consumer(broker: PrivateRedis) -> AsyncIterator[RedisConsumer]:
         await found.close()
 
 
-def publish_ticks(consumer: RedisConsumer, t0: datetime, **extra: Any) -> list[dict[str, Any]]:
+def publish_ticks(consumer: Consumer, t0: datetime, **extra: Any) -> list[dict[str, Any]]:
     """``JOBS`` publish jobs every second for ``WINDOW`` seconds from ``t0``; allow_all, so a
     tick behind a killed one still runs."""
     schedule = {"cron": "* * * * * *", "start_at": rfc3339(t0),
@@ -88,7 +90,7 @@ def expected_keys(jobs: list[Job], t0: datetime) -> set[str]:
 class Received:
     """What the consumer counted: each key once (the dedupe), and the copies beyond."""
 
-    def __init__(self, consumer: RedisConsumer) -> None:
+    def __init__(self, consumer: Consumer) -> None:
         self.consumer = consumer
         self.keys: set[str] = set()
         self.copies = 0
@@ -109,7 +111,8 @@ class Received:
         return done
 
 
-def fault_run(tmp_path: Path, postgres_url: str, broker: PrivateRedis, name: str) -> FaultRun:
+def fault_run(tmp_path: Path, postgres_url: str, broker: PrivateRedis | PrivateNats,
+              name: str) -> FaultRun:
     return FaultRun(tmp_path, postgres_url, name=name,
                     settings={"TICKWORK_BROKERS": json.dumps({BROKER: broker.url})})
 
@@ -175,32 +178,53 @@ async def test_kill_9_of_a_worker_mid_publish_loses_no_message(
         assert await run.stop_cleanly(s1) == 0
 
 
-async def test_a_broker_restart_loses_no_message(
+async def restart_broker_mid_window(run: FaultRun, broker: PrivateRedis | PrivateNats,
+                                    consumer: Consumer) -> None:
+    """Publish jobs tick while the broker is killed mid-window and started again after a
+    seeded outage: publishes meanwhile fail as retriable and are retried with backoff until
+    it is back, and every message arrives."""
+    s1 = run.scheduler("s1")
+    w1, w2 = run.worker("w1", "default:4"), run.worker("w2", "default:4")
+    await run.start(s1, w1, w2)
+    t0 = next_second(after=2)
+    retry = {"max_attempts": 20, "backoff_base_seconds": 0.2, "backoff_max_seconds": 1}
+    jobs = await run.create(publish_ticks(consumer, t0, retry=retry))
+    expected = expected_keys(jobs, t0)
+    received = Received(consumer)
+    await run.pause(until_then(t0) + run.rng.uniform(1, WINDOW / 2))
+    killed = await broker.kill()
+    await run.pause(run.rng.uniform(1, 3))  # the outage: a seeded span, not a wait
+    await broker.start()
+    run.record_outage("broker restart", killed, time.time())
+    await run.settle(received.has(expected), within=WINDOW + 40,
+                     what="every expected message at the consumer")
+    runs = set(expected_of(jobs, t0, t0 + timedelta(seconds=WINDOW)))
+    await run.settle(store_settled(run, runs), within=20, what="the store to settle every run")
+    await assert_delivered(run, received, expected, runs)
+    assert await retried(run, jobs) >= 1, "no publish failed while the broker was down"
+    assert await run.stop_cleanly(w1) == 0
+    assert await run.stop_cleanly(w2) == 0
+    assert await run.stop_cleanly(s1) == 0
+
+
+async def test_a_redis_restart_loses_no_message(
         tmp_path: Path, postgres_url: str, broker: PrivateRedis,
         consumer: RedisConsumer) -> None:
-    """The broker is killed mid-window and started again after a seeded outage: publishes
-    meanwhile fail as retriable and are retried with backoff until it is back."""
-    async with fault_run(tmp_path, postgres_url, broker, "broker restart") as run:
-        s1 = run.scheduler("s1")
-        w1, w2 = run.worker("w1", "default:4"), run.worker("w2", "default:4")
-        await run.start(s1, w1, w2)
-        t0 = next_second(after=2)
-        retry = {"max_attempts": 20, "backoff_base_seconds": 0.2, "backoff_max_seconds": 1}
-        jobs = await run.create(publish_ticks(consumer, t0, retry=retry))
-        expected = expected_keys(jobs, t0)
-        received = Received(consumer)
-        await run.pause(until_then(t0) + run.rng.uniform(1, WINDOW / 2))
-        killed = await broker.kill()
-        await run.pause(run.rng.uniform(1, 3))  # the outage: a seeded span, not a wait
-        await broker.start()
-        run.record_outage("broker restart", killed, time.time())
-        await run.settle(received.has(expected), within=WINDOW + 40,
-                         what="every expected message at the consumer")
-        runs = set(expected_of(jobs, t0, t0 + timedelta(seconds=WINDOW)))
-        await run.settle(store_settled(run, runs), within=20,
-                         what="the store to settle every run")
-        await assert_delivered(run, received, expected, runs)
-        assert await retried(run, jobs) >= 1, "no publish failed while the broker was down"
-        assert await run.stop_cleanly(w1) == 0
-        assert await run.stop_cleanly(w2) == 0
-        assert await run.stop_cleanly(s1) == 0
+    async with fault_run(tmp_path, postgres_url, broker, "redis broker restart") as run:
+        await restart_broker_mid_window(run, broker, consumer)
+
+
+async def test_a_nats_restart_loses_no_message(tmp_path: Path, postgres_url: str) -> None:
+    """JetStream keeps what it acknowledged on disk; a publish retried after the restart
+    carries the same Nats-Msg-Id, so the stream stores it once."""
+    data = tmp_path / "nats"
+    data.mkdir()
+    nats = await PrivateNats(data).start()
+    consumer = NatsConsumer(nats.url, reconnects=-1)  # rides out the restart
+    try:
+        await consumer.start()
+        async with fault_run(tmp_path, postgres_url, nats, "nats broker restart") as run:
+            await restart_broker_mid_window(run, nats, consumer)
+    finally:
+        await consumer.close()
+        await nats.kill()

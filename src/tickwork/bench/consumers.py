@@ -142,24 +142,35 @@ class AmqpConsumer(Consumer):
 
 
 class NatsConsumer(Consumer):
+    """A JetStream stream of its own and a durable push consumer on it: what the stream
+    acknowledged to a publisher is delivered even across a restart of the server (the
+    consumer connects again; what it had not acked comes again after ``ACK_WAIT``)."""
+
     destination_field = "subject"
+    ACK_WAIT = 2.0
+
+    def __init__(self, url: str, *, reconnects: int = 3) -> None:
+        super().__init__(url)
+        self.reconnects = reconnects
 
     async def start(self) -> None:
         import nats  # noqa: PLC0415  (the brokers extra)
-        from nats.js.api import StreamConfig  # noqa: PLC0415
+        from nats.js.api import ConsumerConfig, StreamConfig  # noqa: PLC0415
 
         parts = urlsplit(self.url)
         self._client = await nats.connect(
             self.url, user=unquote(parts.username) if parts.username else None,
             password=unquote(parts.password) if parts.password else None,
-            connect_timeout=5, max_reconnect_attempts=3, error_cb=_quiet)
-        await self._client.jetstream().add_stream(StreamConfig(name=self.name,
-                                                               subjects=[self.name]))
+            connect_timeout=5, max_reconnect_attempts=self.reconnects, reconnect_time_wait=0.5,
+            error_cb=_quiet)
+        js = self._client.jetstream()
+        await js.add_stream(StreamConfig(name=self.name, subjects=[self.name]))
 
         async def on_message(message: Any) -> None:
             self._take(message.headers or {})
 
-        await self._client.subscribe(self.name, cb=on_message)
+        await js.subscribe(self.name, durable=self.name, cb=on_message,
+                           config=ConsumerConfig(ack_wait=self.ACK_WAIT))
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
