@@ -167,6 +167,7 @@ class Metrics:
         self.promoted: dict[str, int] = {}  # by queue
         self.rescues = 0
         self.repairs = 0
+        self.purged: dict[str, int] = {}  # job definitions the pruner purged, by reason
         self.dispatch: DispatchMode | None = None  # set by a process that claims
         # The process's CPU, memory and file descriptors, and the Python version: read from
         # /proc at scrape time (prometheus_client's collectors, not registered globally).
@@ -213,6 +214,11 @@ class Metrics:
     def repaired(self, count: int) -> None:
         with self._lock:
             self.repairs += count
+
+    def jobs_purged(self, reason: str, count: int) -> None:
+        """The pruner removed ``count`` definitions: ``finished`` one-off jobs or ``deleted``."""
+        with self._lock:
+            self.purged[reason] = self.purged.get(reason, 0) + count
 
     def render(self, *, states: Mapping[str, int], queues: Iterable[QueueInfo],
                all_states: Iterable[str] = ()) -> str:
@@ -286,5 +292,9 @@ class Metrics:
             Family("tickwork_repairs_total", "counter",
                    "Dispatch state rebuilt from the store (the reconciler's repairs).",
                    [({}, self.repairs)]),
+            Family("tickwork_jobs_purged_total", "counter",
+                   "Job definitions the pruner removed past finished_job_retention_seconds, "
+                   "by reason (finished one-off jobs, deleted jobs).",
+                   [({"reason": r}, self.purged.get(r, 0)) for r in ("deleted", "finished")]),
         ]
         return [f.metric() for f in counts]

@@ -139,3 +139,23 @@ CALENDAR_IMPORT_BODY = body({
                    "replace": {"type": "boolean", "default": False}}})
 
 STATES = [s.value for s in OccurrenceState]
+
+_ENQUEUE_FIELDS: dict[str, Any] = {
+    **{k: v for k, v in _FIELDS.items() if k != "schedule"},
+    "at": {**_INSTANT, "nullable": True, "description": "when it runs; default: now"},
+    "dedupe_key": {"type": "string", "minLength": 1, "maxLength": 200,
+                   "description": "an enqueue with a key held by a job (within its window) "
+                                  "returns that job instead of creating one"},
+    "dedupe_window_seconds": {**_DURATION, "description": "how long the key is held; "
+                                                          "default 3600"},
+}
+ENQUEUE_REQUEST: dict[str, Any] = {
+    "type": "object", "required": ["kind", "payload"], "properties": _ENQUEUE_FIELDS,
+    "additionalProperties": False,
+    "example": {"kind": "http", "payload": {"method": "POST", "url": "https://example.org/hook",
+                                            "body": {"order": 42}},
+                "dedupe_key": "receipt-42"},
+}
+ENQUEUE_BODY = body(ENQUEUE_REQUEST)
+ENQUEUE_BULK_BODY = body({"type": "array", "items": ENQUEUE_REQUEST, "minItems": 1,
+                          "maxItems": 1000})

@@ -19,6 +19,7 @@ from tickwork.document.text import check_text
 from tickwork.drivers.admin import QueueInfo
 from tickwork.drivers.alerts import StoredAlert
 from tickwork.drivers.calendars import StoredCalendar
+from tickwork.drivers.enqueue import Enqueued
 from tickwork.errors import ValidationError
 from tickwork.models import Attempt, AuditEntry, Backfill, Job, JobSpec, Occurrence, Overlap
 from tickwork.schedules.structured import Fire
@@ -40,6 +41,7 @@ class ManagementClient(Protocol):
 
     async def close(self) -> None: ...
     async def create_jobs(self, jobs: Sequence[JobSpec]) -> list[Job]: ...
+    async def enqueue_many(self, requests: Sequence[Mapping[str, Any]]) -> list[Enqueued]: ...
     async def get_job(self, ref: str) -> Job: ...
     async def list_jobs(self, *, queue: str | None = None, tag: str | None = None,
                         kind: str | None = None, name_contains: str | None = None,

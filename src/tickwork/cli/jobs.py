@@ -1,5 +1,5 @@
 """``tickwork jobs create|list|show|update|pause|resume|trigger|delete|audit`` (and
-``backfill``, from cli/backfill.py)."""
+``backfill``, from cli/backfill.py; ``sync``, from cli/sync.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from tickwork.cli.backfill import backfill
 from tickwork.cli.common import check_limit, open_client, read_documents
 from tickwork.cli.options import Group, Target, examples, json_flag, store_options
 from tickwork.cli.output import print_json, print_table
+from tickwork.cli.sync import sync_jobs
 from tickwork.document import parse_job_document
 from tickwork.document.render import fire_json, job_json, run_json, when
 from tickwork.errors import ValidationError
@@ -36,6 +37,7 @@ def jobs() -> None:
 
 JOB = click.argument("job", metavar="JOB")
 jobs.add_command(backfill)
+jobs.add_command(sync_jobs)
 
 
 @jobs.command("create", epilog=examples(

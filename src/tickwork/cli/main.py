@@ -26,6 +26,7 @@ from tickwork.cli import (
     bench,
     calendars,
     distributed,
+    enqueue,
     jobs,
     queues,
     runs,
@@ -90,8 +91,9 @@ def completion(shell: str) -> int:
 
 def build_cli() -> click.Group:
     for group in (service.run, service.migrate, distributed.scheduler, distributed.worker,
-                  api.api, jobs.jobs, calendars.calendars, runs.runs, queues.queues,
-                  audit.audit, alerts.alerts, api.tokens, secrets.secrets, bench.bench):
+                  api.api, jobs.jobs, enqueue.enqueue, calendars.calendars, runs.runs,
+                  queues.queues, audit.audit, alerts.alerts, api.tokens, secrets.secrets,
+                  bench.bench):
         cli.add_command(group)
     return cli
 

@@ -27,6 +27,7 @@ from tickwork.drivers.admin import QueueInfo
 from tickwork.drivers.alerts import MAX_ALERTS, AlertDelivery, StoredAlert
 from tickwork.drivers.base import MAX_BATCH
 from tickwork.drivers.calendars import StoredCalendar
+from tickwork.drivers.enqueue import Enqueued
 from tickwork.errors import Conflict, StoreUnavailable, TickworkError, ValidationError
 from tickwork.models import (
     Attempt,
@@ -104,6 +105,11 @@ class RemoteClient:
                                   f"once, all or none (got {len(docs)}); split the input")
         body = await self._call("POST", "/jobs", json=docs)
         return [job_from_json(item) for item in body["items"]]
+
+    async def enqueue_many(self, requests: Sequence[Mapping[str, Any]]) -> list[Enqueued]:
+        body = await self._call("POST", "/enqueue/bulk", json=list(requests))
+        return [Enqueued(job=job_from_json(i["job"]), created=i["created"])
+                for i in body["items"]]
 
     async def get_job(self, ref: str) -> Job:
         return job_from_json(await self._call("GET", f"/jobs/{_segment(ref)}"))

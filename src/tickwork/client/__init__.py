@@ -27,6 +27,7 @@ from tickwork.client.calendars import (
     check_calendars,
 )
 from tickwork.client.chains import CHAIN_FIELDS, check_chains
+from tickwork.client.oneoff import EnqueueMethods
 from tickwork.clock import Clock, SystemClock
 from tickwork.document import (
     QUEUE_NAME,
@@ -168,7 +169,7 @@ def _check_texts(**fields: str | None) -> None:
             raise ValidationError(name, reason)
 
 
-class AsyncClient(CalendarMethods):
+class AsyncClient(CalendarMethods, EnqueueMethods):
     def __init__(self, store: Store, *, clock: Clock | None = None,
                  on_change: Callable[[], None] | None = None,
                  after_insert: Callable[[Sequence[Occurrence]], Awaitable[object]] | None = None,

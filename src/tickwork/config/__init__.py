@@ -97,7 +97,10 @@ class Settings:
     heartbeat_seconds: float = 10.0
     shutdown_grace_seconds: float = 30.0
     rescue_interval_seconds: float = 5.0
-    retention_days: int = 30  # PostgreSQL: run history older than this is pruned
+    retention_days: int = 30  # run history (finished runs, attempts) older than this is pruned
+    audit_retention_days: int = 365  # audit entries older than this are pruned
+    # Finished one-off jobs and deleted jobs are purged this long after they ended.
+    finished_job_retention_seconds: float = 7 * 86400.0
     shard_count: int = 64  # PostgreSQL: shards jobs are spread over (fixed when first migrated)
     # PostgreSQL: a scheduler's lease on its shards, renewed every third of it; a killed
     # scheduler's shards are taken over after about this long.
@@ -144,11 +147,10 @@ class Settings:
             if not (ok and math.isfinite(value)):
                 raise ConfigError(
                     name, f"must be a finite number {bound} (got {format_seconds(value)})")
-        if self.planner_burst_threshold < 0:
-            raise ConfigError("planner_burst_threshold",
-                              f"must be 0 (off) or more (got {self.planner_burst_threshold})")
-        if self.retention_days < 1:
-            raise ConfigError("retention_days", f"must be at least 1 (got {self.retention_days})")
+        for name, least in (("planner_burst_threshold", 0), ("retention_days", 1),
+                            ("audit_retention_days", 1)):
+            if getattr(self, name) < least:
+                raise ConfigError(name, f"must be at least {least} (got {getattr(self, name)})")
         if not 1 <= self.shard_count <= 4096:
             raise ConfigError("shard_count", f"must be from 1 to 4096 (got {self.shard_count})")
         check_processes(self.max_deliveries, self.metrics_address)
@@ -229,6 +231,8 @@ _SETTING_KINDS: dict[str, _Kind] = {
     "shutdown_grace_seconds": "seconds",
     "rescue_interval_seconds": "seconds",
     "retention_days": "int",
+    "audit_retention_days": "int",
+    "finished_job_retention_seconds": "seconds",
     "shard_count": "int",
     "shard_lease_seconds": "seconds",
     "max_deliveries": "int",

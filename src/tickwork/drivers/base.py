@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tickwork.drivers.alerts import AlertStore
 from tickwork.drivers.calendars import CalendarStore
 from tickwork.drivers.chaining import ChainFire
+from tickwork.drivers.enqueue import EnqueueStore
 from tickwork.models import (
     Attempt,
     AttemptOutcome,
@@ -376,7 +377,7 @@ class WaitingOccurrence:
     priority: int
 
 
-class Store(CalendarStore, AlertStore, Protocol):
+class Store(CalendarStore, AlertStore, EnqueueStore, Protocol):
     """The source of truth. Every method is one transaction."""
 
     async def migrate(self) -> None: ...

@@ -171,11 +171,14 @@ async function overview() {
   const counts = el("div", { class: "counts" });
   const charts = el("div", { class: "grid" });
   const queues = el("tbody");
+  const retention = el("div");
+  retentionCard().then((card) => retention.replaceChildren(card)).catch(() => {});
   render(el("h1", { text: "Overview" }),
     el("div", { class: "card" }, el("h2", { text: "Runs by state" }), counts),
     charts,
     el("div", { class: "card" }, el("h2", { text: "Queues" }), el("table", {},
-      el("thead", {}, el("tr", {}, ["Queue", "State", "Due now", "Waiting", "Running", ""].map((t) => el("th", { text: t })))), queues)));
+      el("thead", {}, el("tr", {}, ["Queue", "State", "Due now", "Waiting", "Running", ""].map((t) => el("th", { text: t })))), queues)),
+    retention);
   async function refresh() {
     const [stats, qs] = await Promise.all([api("GET", "/api/v1/stats"), api("GET", "/api/v1/queues")]);
     const states = ["scheduled", "running", "retrying", "succeeded", "dead", "crashed", "missed", "skipped_overlap", "cancelled"];
@@ -488,6 +491,7 @@ async function route() {
     if (!parts.length) await overview();
     else if (parts[0] === "jobs" && parts.length === 1) await jobsList();
     else if (parts[0] === "new") await jobForm(null);
+    else if (parts[0] === "enqueue") await enqueuePage();
     else if (parts[0] === "jobs" && parts[2] === "edit") await jobForm(parts[1]);
     else if (parts[0] === "jobs" && parts[2] === "runs") await runPage(parts[1], parts[3]);
     else if (parts[0] === "jobs") await jobPage(parts[1]);
