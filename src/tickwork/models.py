@@ -107,6 +107,8 @@ class ScheduleSpec:
     timezone: str = "UTC"
     every_seconds: float | None = None
     offset_seconds: float = 0.0
+    # ``"offset": "auto"``: each job's offset comes from a hash of its id (schedules.auto_offset)
+    offset_auto: bool = False
     start_at: datetime | None = None
     end_at: datetime | None = None
     jitter_seconds: float = 0.0

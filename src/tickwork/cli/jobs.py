@@ -18,7 +18,7 @@ from tickwork.document import parse_job_document
 from tickwork.document.render import fire_json, job_json, run_json, when
 from tickwork.errors import ValidationError
 from tickwork.models import Job, JobSpec
-from tickwork.schedules import compile_schedule
+from tickwork.schedules import compile_schedule, for_job
 from tickwork.schedules.structured import Fire
 
 
@@ -142,11 +142,11 @@ def _show(job: Job, fires: list[Fire], *, as_json: bool) -> int:
     if as_json:
         print_json({**job_json(job), "next_fire_times": [when(t) for t in upcoming],
                     "excluded_fire_times": [fire_json(f) for f in fires if f.excluded_by],
-                    "description": compile_schedule(job.spec.schedule).describe()})
+                    "description": for_job(compile_schedule(job.spec.schedule), job.id).describe()})
         return 0
     print_table(["FIELD", "VALUE"], [
         ("name", job.spec.name), ("id", job.id), ("kind", job.spec.kind),
-        ("schedule", compile_schedule(job.spec.schedule).describe()),
+        ("schedule", for_job(compile_schedule(job.spec.schedule), job.id).describe()),
         ("queue", job.spec.queue), ("priority", job.spec.priority),
         ("paused", job.spec.paused), ("next run", when(job.next_run_at) or "-"),
         ("tags", ", ".join(job.spec.tags)),

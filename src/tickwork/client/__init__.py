@@ -8,6 +8,7 @@ already runs an event loop.
 from __future__ import annotations
 
 import getpass
+import uuid
 from collections.abc import (
     Awaitable,
     Callable,
@@ -142,6 +143,15 @@ def create_params(specs: Iterable[JobSpec], now: datetime,
     document), with ``calendars`` for schedules that name some."""
     firsts: dict[int, tuple[ScheduleSpec, datetime | None]] = {}
     for index, spec in enumerate(specs):
+        if spec.schedule.offset_auto:  # its first run depends on its id: chosen here
+            job_id = uuid.uuid4().hex
+            first = first_run(spec, now, job_id)
+            try:
+                check_runs(spec, first, now)
+            except ValidationError as exc:
+                raise ValidationError(f"[{index}].{exc.field}", exc.reason) from exc
+            yield JobCreateParams(spec=spec, next_run_at=first, now=now, id=job_id, actor=actor)
+            continue
         known = firsts.get(id(spec.schedule))
         if known is None:  # the tuple keeps the schedule alive, so no other takes its id
             known = (spec.schedule, calendar_first_run(spec, now, calendars))
@@ -231,10 +241,11 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
         if spec.chained:
             await check_chains([("", spec)], self._spec_named)
         now = self.clock.now()
-        next_run = await self._first_run(spec, now)
+        job_id = uuid.uuid4().hex if spec.schedule.offset_auto else None
+        next_run = await self._first_run(spec, now, job_id)
         check_runs(spec, next_run, now)
-        created = await self.store.job_create(
-            JobCreateParams(spec=spec, next_run_at=next_run, now=now, actor=self._who(actor)))
+        created = await self.store.job_create(JobCreateParams(
+            spec=spec, next_run_at=next_run, now=now, id=job_id, actor=self._who(actor)))
         self._changed()
         return created
 
@@ -278,10 +289,11 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
         if self.policy is not None:
             self.policy.check(spec)
 
-    async def _first_run(self, spec: JobSpec, now: datetime) -> datetime | None:
+    async def _first_run(self, spec: JobSpec, now: datetime,
+                         job_id: str | None = None) -> datetime | None:
         """``first_run``; a schedule that names calendars is checked to name existing ones."""
         if not spec.schedule.calendars:
-            return first_run(spec, now)
+            return first_run(spec, now, job_id)
         calendars = await self.calendar_map()
         check_calendars(spec, calendars)
         return calendar_first_run(spec, now, calendars)
@@ -326,10 +338,10 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
         now = self.clock.now()
         next_run = current.next_run_at
         if spec.schedule != current.spec.schedule:
-            next_run = await self._first_run(spec, now)
+            next_run = await self._first_run(spec, now, current.id)
             check_runs(spec, next_run, now)
         elif next_run is None:
-            next_run = await self._first_run(spec, now)
+            next_run = await self._first_run(spec, now, current.id)
         updated = await self.store.job_update(
             JobUpdateParams(id=current.id, spec=spec, next_run_at=next_run, now=now,
                             actor=self._who(actor), diff=spec_diff(current.spec, spec)))
@@ -348,7 +360,7 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
         now = self.clock.now()
         next_run = job.next_run_at
         if job.spec.schedule.type != "at":
-            next_run = (await self.schedule_of(job.spec)).first_at_or_after(now)
+            next_run = (await self.schedule_of(job.spec, job_id=job.id)).first_at_or_after(now)
         resumed = await self.store.job_set_paused(JobSetPausedParams(
             id=job.id, paused=False, next_run_at=next_run, now=now, actor=self._who(actor)))
         self._changed()
@@ -375,8 +387,12 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
 
     async def preview(self, job: JobInput | str, n: int = 5,
                       after: datetime | None = None) -> list[datetime]:
-        spec = (await self._job(job)).spec if isinstance(job, str) else to_spec(job)
-        return preview(await self.schedule_of(spec), after or self.clock.now(), n)
+        if isinstance(job, str):
+            found = await self._job(job)
+            schedule = await self.schedule_of(found.spec, job_id=found.id)
+        else:
+            schedule = await self.schedule_of(to_spec(job))
+        return preview(schedule, after or self.clock.now(), n)
 
     async def backfill(self, ref: str, since: datetime, until: datetime, *,
                        limit: int = MAX_BATCH, overlap: Overlap | str | None = None,
@@ -395,7 +411,7 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
         if until > now:
             raise ValidationError("until", "must not be in the future; a backfill fills the past")
         bound = min(limit, MAX_BATCH)
-        schedule = await self.schedule_of(job.spec)
+        schedule = await self.schedule_of(job.spec, job_id=job.id)
         times: list[datetime] = []
         t = schedule.first_at_or_after(since)
         while t is not None and t < until:

@@ -55,7 +55,7 @@ async def create_job_in(conn: psycopg.AsyncConnection[Any], job: Mapping[str, An
         await cur.execute(Q["meta_get"], ("shard_count",))
         row = await cur.fetchone()
         shards = int(row["value"]) if row else DEFAULT_SHARD_COUNT
-        next_run = first_run(spec, now)
+        next_run = first_run(spec, now, job_id)
         check_runs(spec, next_run, now)
         who = actor if actor is not None else getpass.getuser()
         created = Job(id=job_id, spec=spec, next_run_at=next_run,

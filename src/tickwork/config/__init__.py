@@ -89,6 +89,9 @@ class Settings:
     worker_id: str | None = None
     planner_horizon_seconds: float = 5.0
     planner_interval_seconds: float = 1.0
+    # 0: jitter delays every run of a job that has some; N: only runs at an instant the
+    # planner plans N or more runs for (a burst), so lone runs start on time
+    planner_burst_threshold: int = 0
     poll_interval_seconds: float = 1.0  # longest a worker sleeps before looking again
     lease_seconds: float = 30.0
     heartbeat_seconds: float = 10.0
@@ -144,9 +147,10 @@ class Settings:
             if not (ok and math.isfinite(value)):
                 raise ConfigError(
                     name, f"must be a finite number {bound} (got {format_seconds(value)})")
-        for name in ("retention_days", "audit_retention_days"):
-            if getattr(self, name) < 1:
-                raise ConfigError(name, f"must be at least 1 (got {getattr(self, name)})")
+        for name, least in (("planner_burst_threshold", 0), ("retention_days", 1),
+                            ("audit_retention_days", 1)):
+            if getattr(self, name) < least:
+                raise ConfigError(name, f"must be at least {least} (got {getattr(self, name)})")
         if not 1 <= self.shard_count <= 4096:
             raise ConfigError("shard_count", f"must be from 1 to 4096 (got {self.shard_count})")
         check_processes(self.max_deliveries, self.metrics_address)
@@ -220,6 +224,7 @@ _SETTING_KINDS: dict[str, _Kind] = {
     "worker_id": "optional_str",
     "planner_horizon_seconds": "seconds",
     "planner_interval_seconds": "seconds",
+    "planner_burst_threshold": "int",
     "poll_interval_seconds": "seconds",
     "lease_seconds": "seconds",
     "heartbeat_seconds": "seconds",

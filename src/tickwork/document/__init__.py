@@ -37,6 +37,7 @@ from tickwork.errors import ValidationError
 from tickwork.executors import validate_payload
 from tickwork.models import Delivery, JobSpec, Overlap, RetryPolicy, ScheduleSpec, rfc3339
 from tickwork.retry import worst_case_retry_span
+from tickwork.schedules import for_job
 
 __all__ = [
     "DURATION_RULE",
@@ -212,7 +213,7 @@ def _schedule_document(schedule: ScheduleSpec) -> dict[str, Any]:
         assert schedule.every_seconds is not None  # likewise for "every"
         doc = {
             "every": _number_out(schedule.every_seconds),
-            "offset": _number_out(schedule.offset_seconds),
+            "offset": "auto" if schedule.offset_auto else _number_out(schedule.offset_seconds),
         }
     if schedule.exclude:
         doc["exclude"] = list(schedule.exclude)
@@ -290,10 +291,14 @@ def _number_out(seconds: float) -> int | float:
     return int(seconds) if float(seconds).is_integer() else float(seconds)
 
 
-def first_run(spec: JobSpec, now: datetime) -> datetime | None:
+def first_run(spec: JobSpec, now: datetime, job_id: str | None = None) -> datetime | None:
     """When a new or changed job first runs: its ``at`` time (even if just past: the catch-up
-    window decides), else its first fire time from now on."""
+    window decides), else its first fire time from now on. ``job_id`` gives an automatic
+    offset its value; without it the time is the one before any such offset (the planner
+    moves it on to the job's own)."""
     schedule = compiled_schedule(spec.schedule)
+    if job_id is not None:
+        schedule = for_job(schedule, job_id)
     if spec.schedule.type == "at" and spec.schedule.at is not None:
         return schedule.first_at_or_after(spec.schedule.at)
     return schedule.first_at_or_after(now)

@@ -100,7 +100,11 @@ def _schedule_json(s: ScheduleSpec) -> str:
             f'"timezone":{_text(s.timezone)},"every_seconds":{_number(s.every_seconds)},'
             f'"offset_seconds":{_number(s.offset_seconds)},'
             f'"start_at":{_instant_text(s.start_at)},"end_at":{_instant_text(s.end_at)},'
-            f'"jitter_seconds":{_number(s.jitter_seconds)}{_calendared_json(s)}}}')
+            f'"jitter_seconds":{_number(s.jitter_seconds)}{_calendared_json(s)}'
+            f'{_OFFSET_AUTO if s.offset_auto else ""}}}')
+
+
+_OFFSET_AUTO = ',"offset_auto":true'  # written only when set (older rows lack it)
 
 
 def _calendared_json(s: ScheduleSpec) -> str:
@@ -256,6 +260,7 @@ def _parse(text: str) -> JobSpec:
             timezone=s["timezone"],
             every_seconds=s["every_seconds"],
             offset_seconds=s["offset_seconds"],
+            offset_auto=s.get("offset_auto", False),
             start_at=_instant(s["start_at"]),
             end_at=_instant(s["end_at"]),
             jitter_seconds=s["jitter_seconds"],

@@ -92,7 +92,7 @@ function scheduleText(s) {
   const zone = s.timezone && s.timezone !== "UTC" ? ` (${s.timezone})` : "";
   const cals = [s.exclude?.length ? `, except ${s.exclude.join(", ")}` : "", s.only?.length ? `, only ${s.only.join(", ")}` : ""].join("");
   if (s.cron) return `cron ${s.cron}${zone}${cals}`;
-  if (s.every !== undefined) return `every ${duration(s.every)}${s.offset ? ` (offset ${duration(s.offset)})` : ""}${cals}`;
+  if (s.every !== undefined) return `every ${duration(s.every)}${s.offset === "auto" ? " (offset auto)" : s.offset ? ` (offset ${duration(s.offset)})` : ""}${cals}`;
   if (s.at) return `once at ${fmt(s.at)}${cals}`;
   if (s.weekly || s.monthly) return `${s.weekly ? "weekly" : "monthly"} ${JSON.stringify(s.weekly || s.monthly)}${zone}${cals}`;
   return "";
@@ -366,11 +366,13 @@ async function jobForm(ref) {
     every: input("every", { value: s.every !== undefined ? duration(s.every) : "10s", placeholder: "10s, 15m, 1h30m" }),
     at: input("at", { type: "datetime-local", step: 1, value: localAt }),
   };
+  input("offset", { value: s.offset === "auto" ? "auto" : s.offset ? duration(s.offset) : "", placeholder: "0, 30s, or auto (spread by job id)" });
   input("timezone", { value: s.timezone || TZ, list: "zones" });
   const zones = el("datalist", { id: "zones" }, [...new Set([TZ, "UTC", ...(Intl.supportedValuesOf ? Intl.supportedValuesOf("timeZone") : [])])].map((z) => el("option", { value: z })));
   const fields = {
     cron: field("cron", "Cron (5 fields, 6 with seconds first, 7 with a year last)", whenInput.cron),
     every: field("every", "Every", whenInput.every),
+    offset: field("offset", "Offset (optional: a duration, or auto)", f.offset),
     at: field("at", `At (your time zone: ${TZ})`, whenInput.at),
     timezone: field("timezone", "Time zone", f.timezone),
     rule: field("rule", "Rule: {\"weekly\": {...}} or {\"monthly\": {...}} (docs/schedules.md)", f.rule),
@@ -382,7 +384,12 @@ async function jobForm(ref) {
   function baseSchedule() {
     const t = f.type.value;
     if (t === "cron") return { cron: f.cron.value.trim(), timezone: f.timezone.value.trim() || "UTC" };
-    if (t === "every") return { every: /^\d+(\.\d+)?$/.test(f.every.value.trim()) ? Number(f.every.value) : f.every.value.trim() };
+    if (t === "every") {
+      const every = { every: /^\d+(\.\d+)?$/.test(f.every.value.trim()) ? Number(f.every.value) : f.every.value.trim() };
+      const offset = f.offset.value.trim();
+      if (offset) every.offset = /^\d+(\.\d+)?$/.test(offset) ? Number(offset) : offset;
+      return every;
+    }
     if (t === "json") {
       let rule = {};
       try { rule = JSON.parse(f.rule.value); } catch { rule = {}; }
@@ -398,6 +405,7 @@ async function jobForm(ref) {
   }
   function showType() {
     for (const k of ["cron", "every", "at"]) fields[k].hidden = f.type.value !== k;
+    fields.offset.hidden = f.type.value !== "every";
     fields.rule.hidden = f.type.value !== "json";
     fields.timezone.hidden = f.type.value !== "cron" && f.type.value !== "json";
   }
@@ -432,7 +440,7 @@ async function jobForm(ref) {
   }
   f.kind.addEventListener("change", () => { f.payload.value = JSON.stringify(PAYLOADS[f.kind.value], null, 2); });
   f.type.addEventListener("change", () => { showType(); preview(); });
-  for (const k of ["cron", "every", "at", "timezone", "rule", "exclude"]) f[k].addEventListener("input", preview);
+  for (const k of ["cron", "every", "offset", "at", "timezone", "rule", "exclude"]) f[k].addEventListener("input", preview);
   input("name", { value: job?.name || "", required: true, maxlength: 200, autocomplete: "off" });
   input("queue", { value: job?.queue || "default" });
   input("priority", { type: "number", value: job?.priority ?? 0, min: -1000, max: 1000 });
@@ -461,7 +469,7 @@ async function jobForm(ref) {
   el("div", { class: "card" },
     field("name", "Name", f.name),
     el("div", { class: "row" }, field("type", "Schedule", f.type), field("kind", "Kind", f.kind)),
-    fields.cron, fields.every, fields.at, fields.rule, fields.timezone, fields.exclude, zones,
+    fields.cron, fields.every, fields.offset, fields.at, fields.rule, fields.timezone, fields.exclude, zones,
     field("payload", "Payload (JSON)", f.payload),
     el("div", { class: "row" }, field("queue", "Queue", f.queue), field("priority", "Priority", f.priority), field("overlap", "Overlap", f.overlap)),
     el("div", { class: "row" }, field("max_attempts", "Max attempts", f.max_attempts), field("timeout_seconds", "Timeout (s)", f.timeout_seconds)),
