@@ -107,6 +107,8 @@ class ScheduleSpec:
     timezone: str = "UTC"
     every_seconds: float | None = None
     offset_seconds: float = 0.0
+    # ``"offset": "auto"``: each job's offset comes from a hash of its id (schedules.auto_offset)
+    offset_auto: bool = False
     start_at: datetime | None = None
     end_at: datetime | None = None
     jitter_seconds: float = 0.0
@@ -152,6 +154,10 @@ class JobSpec:
     on_success: tuple[str, ...] = ()
     on_failure: tuple[str, ...] = ()
     on_dead: tuple[str, ...] = ()
+    # Limits (docs/limits.md): the named rate limit this job's starts count against, whatever
+    # its queue; and, for overlap allow_all, how many of its runs may run at once.
+    limit_key: str | None = None
+    max_concurrency: int | None = None
 
     @property
     def chained(self) -> tuple[str, ...]:
@@ -305,6 +311,7 @@ class Claim:
 
     occurrence: Occurrence
     job: Job
+    limited_at: datetime | None = None  # when a limit first held it back, if one did
 
     @property
     def key(self) -> tuple[str, datetime]:

@@ -6,7 +6,7 @@ jobs when it starts (``tickwork run --import myapp.jobs``) and allows their modu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from tickwork.document import parse_job_document
@@ -61,6 +61,15 @@ def job(
     return register
 
 
-def registered() -> list[dict[str, Any]]:
-    """The documents of every decorated job imported so far."""
-    return list(_registered.values())
+def registered(modules: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The documents of every decorated job imported so far; with ``modules``, only those
+    whose function is in one of them or in a module below one."""
+    docs = list(_registered.values())
+    if modules is None:
+        return docs
+    return [d for d in docs if any(_within(str(d["payload"]["callable"]).split(":", 1)[0], m)
+                                   for m in modules)]
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")

@@ -133,3 +133,19 @@ async def test_a_worker_runs_a_job_module_from_the_working_directory(
         worker.terminate()
         await worker.wait()
     assert any(re.search(r"ping @ \S+ attempt 1: succeeded", line) for line in seen), seen
+
+
+def test_importing_tickwork_leaves_the_http_and_smtp_clients_unloaded() -> None:
+    """``import tickwork`` (what ``@tickwork.job`` costs an application) loads no job
+    kind's client library: each is imported when a payload of its kind is first checked."""
+    probe = ("import sys, tickwork; "
+             "print(sorted(m for m in ('aiohttp', 'aiosmtplib') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-P", "-c", probe], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
+    after = ("import sys; from tickwork.executors import validate_payload; "
+             "validate_payload('http', {'url': 'https://example.org/'}); "
+             "print('aiohttp' in sys.modules)")
+    done = subprocess.run([sys.executable, "-P", "-c", after], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "True"

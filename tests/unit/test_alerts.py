@@ -17,6 +17,7 @@ from tickwork.clock import FakeClock
 from tickwork.document import parse_job_document
 from tickwork.document.alerts import parse_alert_defaults
 from tickwork.drivers.alerts import AlertListParams, StoredAlert
+from tickwork.drivers.base import JobDeleteParams, JobUpdateParams
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import ValidationError
 from tickwork.executors import ExecutorSettings, build_executors
@@ -145,6 +146,51 @@ async def test_a_dead_run_fires_then_a_success_resolves(world: World) -> None:
     assert [d.event for d in alert.deliveries] == ["firing", "firing", "resolved", "resolved"]
     assert [s["json"].get("type") for s in world.receiver.seen[2:3]] == ["alert.resolved"]
     assert world.receiver.seen[3]["json"]["text"].startswith("[tickwork] RESOLVED: nightly")
+
+
+async def test_a_failure_a_success_followed_before_the_pass_still_fires(world: World) -> None:
+    job = await world.job({})
+    assert await world.judge(1) == []
+    await world.run(job, 10, DEAD)
+    await world.run(job, 60, OccurrenceState.SUCCEEDED)
+    [alert] = await world.judge(61)
+    assert (alert.condition, alert.state) == ("failed", "firing")
+    assert "ended dead (a later run has succeeded since)" in alert.detail
+    [alert] = await world.judge(62)
+    assert alert.state == "resolved"
+    assert [d.event for d in alert.deliveries] == ["firing", "firing", "resolved", "resolved"]
+
+
+async def test_a_deleted_jobs_alert_is_resolved(world: World) -> None:
+    job = await world.job({})
+    await world.run(job, 0, DEAD)
+    assert states(await world.judge(1)) == [("failed", "firing")]
+    await world.store.job_delete(JobDeleteParams(id=job.id, now=NOW + seconds(2)))
+    [alert] = await world.judge(3)
+    assert (alert.state, alert.detail) == ("resolved", "resolved: the job was deleted")
+    assert world.receiver.seen[-1]["json"]["text"].startswith("[tickwork] RESOLVED: nightly")
+
+
+async def test_an_alert_the_job_no_longer_asks_for_is_resolved(world: World) -> None:
+    job = await world.job({"consecutive_failures": 1})
+    await world.run(job, 0, DEAD)
+    assert sorted(states(await world.judge(1))) == [
+        ("consecutive_failures", "firing"), ("failed", "firing")]
+    doc = {"name": "nightly", "schedule": {"every": "1m"}, "kind": "http",
+           "payload": {"url": "https://example.org/x"},
+           "alerts": {"channels": [{"kind": "webhook", "url": f"{world.receiver.url}/hook"}]}}
+    await world.store.job_update(JobUpdateParams(
+        id=job.id, spec=parse_job_document(doc).spec, next_run_at=None, now=NOW + seconds(2)))
+    alerts = {a.condition: a for a in await world.judge(3)}
+    assert alerts["failed"].state == "firing"  # the last run is still dead
+    assert (alerts["consecutive_failures"].state, alerts["consecutive_failures"].detail) == (
+        "resolved", "resolved: the job no longer asks for this alert")
+    del doc["alerts"]
+    await world.store.job_update(JobUpdateParams(
+        id=job.id, spec=parse_job_document(doc).spec, next_run_at=None, now=NOW + seconds(4)))
+    alerts = {a.condition: a for a in await world.judge(5)}
+    assert (alerts["failed"].state, alerts["failed"].detail) == (
+        "resolved", "resolved: the job has no alerts now")
 
 
 async def test_only_the_states_asked_for(world: World) -> None:

@@ -134,7 +134,7 @@ async def preview_job(
 ) -> dict[str, Any]:
     job = await client.get_job(ref)
     start = parse_instant(after, "after") if after is not None else None
-    return await _preview(client, job.spec, count, start)
+    return await _preview(client, job.spec, count, start, job.id)
 
 
 @router.post("/preview", dependencies=[READ], openapi_extra=PREVIEW_BODY,
@@ -172,12 +172,13 @@ async def job_status(client: ClientDep, ref: Ref,
 
 
 async def _preview(client: ClientDep, spec: JobSpec, count: int,
-                   after: datetime | None) -> dict[str, Any]:
+                   after: datetime | None, job_id: str | None = None) -> dict[str, Any]:
     """``times``: the next fire times; ``fires``: the same, with the ones the schedule's
-    calendars drop among them (``excluded_by`` names the calendar, ``reason`` says why)."""
-    fires = await client.preview_fires(spec, count, after)
+    calendars drop among them (``excluded_by`` names the calendar, ``reason`` says why).
+    ``job_id``: a stored job's, whose automatic offset has its value."""
+    fires = await client.preview_fires(spec if job_id is None else job_id, count, after)
     zoned = spec.schedule.type in ("cron", "weekly", "monthly") or spec.schedule.calendars
-    return {"description": (await client.schedule_of(spec)).describe(),
+    return {"description": (await client.schedule_of(spec, job_id=job_id)).describe(),
             "timezone": spec.schedule.timezone if zoned else "UTC",
             "times": [when(f.at) for f in fires if f.excluded_by is None],
             "fires": [fire_json(f) for f in fires]}

@@ -86,6 +86,7 @@ class Deployment:
     log_level: str | None = None  # None: the processes' default
     keep: bool = False
     profile_dir: Path | None = None  # run each child under cProfile, writing here
+    env: dict[str, str] = field(default_factory=dict)  # more environment (publish: brokers)
     url: str = ""  # the database this run uses
     children: list[Child] = field(default_factory=list)
     keep_workdir: bool = False  # set when something went wrong: its logs are evidence
@@ -178,7 +179,7 @@ class Deployment:
         env["TICKWORK_PYTHON_ALLOWED_MODULES"] = ",".join([*allowed, "tickwork.bench"])
         env.pop("TICKWORK_DATABASE_URL", None)
         env.pop("TICKWORK_REDIS_URL", None)
-        return env
+        return {**env, **self.env}
 
     async def start(self) -> None:
         env = self.environment()

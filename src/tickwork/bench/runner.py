@@ -71,10 +71,15 @@ class Bench:
         return executions
 
     async def follow(self, tally: Tally, *, until: Callable[[], bool], deadline: float,
-                     note: Callable[[], str] = lambda: "", show: bool = True) -> bool:
-        """Read the record until ``until()`` holds or the monotonic ``deadline`` passes."""
+                     note: Callable[[], str] = lambda: "", show: bool = True,
+                     read: Callable[[], list[Execution]] | None = None) -> bool:
+        """Read the record (or ``read()``: a consumer's) until ``until()`` holds or the
+        monotonic ``deadline`` passes."""
         while True:
-            self.poll(tally)
+            if read is None:
+                self.poll(tally)
+            else:
+                tally.add(read())
             if show:
                 self.progress.update(tally.done, note())
             if until():

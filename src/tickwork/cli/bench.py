@@ -1,4 +1,5 @@
-"""``tickwork bench w1|w2|w3``: the workloads of DESIGN §6 on a deployment started for the run.
+"""``tickwork bench w1|w2|w3``: the workloads of DESIGN §6 on a deployment started for the run;
+``tickwork bench publish``: publish jobs to a broker, counted by a consumer the bench runs.
 ``tickwork bench http``: the HTTP executor's client against the alternatives (no deployment).
 
 The figures come from a record the executed jobs write themselves (tickwork.bench.jobs),
@@ -9,6 +10,7 @@ early; 1 otherwise (the figures are printed either way); 2 for bad options.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
@@ -26,6 +28,7 @@ from tickwork.errors import ValidationError
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_DATABASE = "sqlite:"  # a fresh SQLite file in the run's directory
+CONSUMER_START_SECONDS = 20.0  # bench publish: the consumer reaches its broker within this
 
 
 @click.group(cls=Group, epilog=examples(
@@ -93,7 +96,8 @@ def _common(command: F) -> F:
     "tickwork bench w1",
     "tickwork bench w1 --jobs 100000 --database postgresql://postgres@127.0.0.1/postgres",
     "tickwork bench w1 --against ../shared/peers/pgqueuer-w1 --rounds 3",
-    "tickwork bench w1 --jobs 20000 --steady 200"))
+    "tickwork bench w1 --jobs 20000 --steady 200",
+    "tickwork bench w1 --jobs 20000 --global-limit 64"))
 @_common
 @click.option("--jobs", type=POSITIVE, default=20_000, show_default=True, help="how many jobs")
 @click.option("--timeout", type=POSITIVE, default=300, show_default=True,
@@ -108,6 +112,9 @@ def _common(command: F) -> F:
               "lateness is reported apart (the work kept on time while a burst drains)")
 @click.option("--steady-seconds", type=POSITIVE, default=10, show_default=True,
               help="with --steady: how long the steady stream lasts")
+@click.option("--global-limit", metavar="N", type=POSITIVE,
+              help="limit the jobs' queue to N running at once across every worker "
+              "(docs/limits.md): what a limit costs on the claim path")
 async def w1(**params: Any) -> int:
     """Burst: N one-off no-op jobs all due at one instant; creation rate, drain time and
     lateness."""
@@ -163,6 +170,25 @@ async def w3(**params: Any) -> int:
     return await run_bench(_namespace("w3", params))
 
 
+@bench.command("publish", epilog=examples(
+    "tickwork bench publish --broker redis --jobs 5000",
+    "tickwork bench publish --broker rabbitmq --broker-url amqp://guest:guest@127.0.0.1:5672/",
+    "tickwork bench publish --broker nats --database postgresql://postgres@127.0.0.1/postgres"))
+@_common
+@click.option("--broker", type=click.Choice(["redis", "rabbitmq", "nats", "mqtt"]),
+              required=True, help="where the jobs publish")
+@click.option("--broker-url", metavar="URL",
+              help="the broker (default: its usual port on 127.0.0.1; redis: --redis if "
+              "given)")
+@click.option("--jobs", type=POSITIVE, default=5_000, show_default=True, help="how many jobs")
+@click.option("--timeout", type=POSITIVE, default=300, show_default=True,
+              help="seconds after T to wait for every message")
+async def publish(**params: Any) -> int:
+    """Publish jobs: N publish jobs all due at one instant, counted by a consumer the bench
+    runs; throughput and lateness per broker."""
+    return await run_bench(_namespace("publish", params))
+
+
 @bench.command("http", epilog=examples(
     "tickwork bench http",
     "tickwork bench http --requests 5000 --concurrency 32 --clients aiohttp,executor --json"))
@@ -210,11 +236,20 @@ async def _run_once(args: argparse.Namespace) -> dict[str, Any]:
 
     workdir = Path(tempfile.mkdtemp(prefix="tickwork-bench-"))
     level = args.process_log_level
+    env: dict[str, str] = {}
+    if args.workload == "publish":
+        from tickwork.bench.consumers import DEFAULT_URLS  # noqa: PLC0415  (loaded to run only)
+        from tickwork.bench.publish import broker_env  # noqa: PLC0415
+
+        if args.broker_url is None:
+            redis = args.redis if args.broker == "redis" else None
+            args.broker_url = redis or DEFAULT_URLS[args.broker]
+        env = broker_env(args.broker_url)
     deployment = Deployment(
         database=args.database, workdir=workdir, redis=args.redis, schedulers=args.schedulers,
         workers=args.workers, concurrency=args.concurrency,
         log_level=None if level is None else level.lower(), keep=args.keep,
-        profile_dir=args.profile)
+        profile_dir=args.profile, env=env)
     progress = Progress(args.workload.upper(), 1, enabled=not args.quiet)
     async with bench_run(deployment, progress=progress,
                          tag=f"bench-{uuid.uuid4().hex[:6]}") as bench:
@@ -253,16 +288,38 @@ async def _workload(args: argparse.Namespace, bench: Any) -> dict[str, Any]:
         rate = args.steady or 0  # no --steady: no steady stream
         bench.progress.total = args.jobs + int(rate * args.steady_seconds)
         return await run_w1(bench, jobs=args.jobs, drain_timeout=args.timeout,
-                            steady_rate=rate, steady_seconds=args.steady_seconds)
+                            steady_rate=rate, steady_seconds=args.steady_seconds,
+                            global_limit=args.global_limit)
     if args.workload == "w2":
         from tickwork.bench.w2 import profile_from_args, run_w2  # noqa: PLC0415
 
         profile = profile_from_args(args)
         return await run_w2(bench, profile, plot=args.plot)
+    if args.workload == "publish":
+        return await _publish(args, bench)
     from tickwork.bench.w3 import run_w3  # noqa: PLC0415
 
     return await run_w3(bench, jobs=args.jobs, duration=args.duration, plot=args.plot,
                         idle_jobs=args.idle_jobs, idle_due=args.idle_due)
+
+
+async def _publish(args: argparse.Namespace, bench: Any) -> dict[str, Any]:
+    from tickwork.bench.consumers import open_consumer  # noqa: PLC0415  (loaded to run only)
+    from tickwork.bench.publish import run_publish  # noqa: PLC0415
+
+    consumer = open_consumer(args.broker, args.broker_url)
+    try:
+        async with asyncio.timeout(CONSUMER_START_SECONDS):
+            await consumer.start()
+    except Exception as exc:  # any client's own error: said plainly, never a traceback
+        raise ValidationError("--broker-url", f"cannot consume from the {args.broker} broker "
+                              f"at {args.broker_url}: {type(exc).__name__}: {exc}") from None
+    bench.progress.total = args.jobs
+    try:
+        return await run_publish(bench, consumer, broker=args.broker, jobs=args.jobs,
+                                 drain_timeout=args.timeout)
+    finally:
+        await consumer.close()
 
 
 async def run_http_bench(args: argparse.Namespace) -> int:

@@ -15,11 +15,14 @@ from tickwork.cli.options import CLI_ONLY_ENV, Target
 from tickwork.client.calendars import CalendarChange
 from tickwork.config import Settings, load_settings
 from tickwork.document import parse_instant
+from tickwork.document.limits import Limits
 from tickwork.document.text import check_text
 from tickwork.drivers.admin import QueueInfo
 from tickwork.drivers.alerts import StoredAlert
 from tickwork.drivers.calendars import StoredCalendar
-from tickwork.drivers.namespaces import DEFAULT_NAMESPACE, NamespaceInfo
+from tickwork.drivers.enqueue import Enqueued
+from tickwork.drivers.limits import KeyLimitInfo
+from tickwork.drivers.namespaces import NamespaceInfo
 from tickwork.errors import ValidationError
 from tickwork.models import Attempt, AuditEntry, Backfill, Job, JobSpec, Occurrence, Overlap
 from tickwork.schedules.structured import Fire
@@ -41,6 +44,7 @@ class ManagementClient(Protocol):
 
     async def close(self) -> None: ...
     async def create_jobs(self, jobs: Sequence[JobSpec]) -> list[Job]: ...
+    async def enqueue_many(self, requests: Sequence[Mapping[str, Any]]) -> list[Enqueued]: ...
     async def get_job(self, ref: str) -> Job: ...
     async def list_jobs(self, *, queue: str | None = None, tag: str | None = None,
                         kind: str | None = None, name_contains: str | None = None,
@@ -72,6 +76,10 @@ class ManagementClient(Protocol):
     async def set_quotas(self, name: str, changes: Mapping[str, object]) -> NamespaceInfo: ...
     async def pause_queue(self, name: str) -> QueueInfo: ...
     async def resume_queue(self, name: str) -> QueueInfo: ...
+    async def set_queue_limits(self, name: str, limits: Limits) -> QueueInfo: ...
+    async def list_limits(self) -> list[KeyLimitInfo]: ...
+    async def set_limit(self, key: str, limits: Limits) -> KeyLimitInfo: ...
+    async def delete_limit(self, key: str) -> None: ...
     async def list_calendars(self) -> list[StoredCalendar]: ...
     async def get_calendar(self, name: str) -> StoredCalendar: ...
     async def calendar_jobs(self, name: str, limit: int = ...) -> list[Job]: ...
@@ -82,12 +90,11 @@ class ManagementClient(Protocol):
                               replace: bool = False, source: str = ...) -> CalendarChange: ...
 
 
-async def open_client(target: Target, *, create: bool = False,
-                      every_namespace: bool = False) -> ManagementClient:
+async def open_client(target: Target, *, create: bool = False) -> ManagementClient:
     """A client on the configured database, or on the REST API with ``--api``. Only a
     command that adds something (``create``) creates or upgrades the database; the others
-    refuse one that is missing. On a database it sees ``--namespace`` (default ``default``;
-    with ``every_namespace``, every one unless ``--namespace`` names one)."""
+    refuse one that is missing. On a database it sees ``--namespace``, or without it every
+    namespace (and creates in ``default``)."""
     if target.remote and not (target.api_from_env and target.database):
         if target.database:
             raise ValidationError("--api", "give --api or --database, not both")
@@ -100,8 +107,7 @@ async def open_client(target: Target, *, create: bool = False,
     from tickwork.runtime.client import client_for  # noqa: PLC0415  (the store loads to use it)
 
     return await client_for(settings_from(target), create=create,
-                            namespace=target.namespace or (
-                                None if every_namespace else DEFAULT_NAMESPACE))
+                            namespace=target.namespace)
 
 
 def read_documents(source: str) -> list[Any]:

@@ -1,5 +1,5 @@
 """``tickwork jobs create|list|show|update|pause|resume|trigger|delete|audit`` (and
-``backfill``, from cli/backfill.py)."""
+``backfill``, from cli/backfill.py; ``sync``, from cli/sync.py)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ from tickwork.cli.backfill import backfill
 from tickwork.cli.common import check_limit, open_client, read_documents
 from tickwork.cli.options import Group, Target, examples, json_flag, store_options
 from tickwork.cli.output import print_json, print_table
+from tickwork.cli.sync import sync_jobs
 from tickwork.document import parse_job_document
 from tickwork.document.render import fire_json, job_json, run_json, when
 from tickwork.errors import ValidationError
 from tickwork.models import Job, JobSpec
-from tickwork.schedules import compile_schedule
+from tickwork.schedules import compile_schedule, for_job
 from tickwork.schedules.structured import Fire
 
 
@@ -36,6 +37,7 @@ def jobs() -> None:
 
 JOB = click.argument("job", metavar="JOB")
 jobs.add_command(backfill)
+jobs.add_command(sync_jobs)
 
 
 @jobs.command("create", epilog=examples(
@@ -140,11 +142,11 @@ def _show(job: Job, fires: list[Fire], *, as_json: bool) -> int:
     if as_json:
         print_json({**job_json(job), "next_fire_times": [when(t) for t in upcoming],
                     "excluded_fire_times": [fire_json(f) for f in fires if f.excluded_by],
-                    "description": compile_schedule(job.spec.schedule).describe()})
+                    "description": for_job(compile_schedule(job.spec.schedule), job.id).describe()})
         return 0
     print_table(["FIELD", "VALUE"], [
         ("name", job.spec.name), ("id", job.id), ("kind", job.spec.kind),
-        ("schedule", compile_schedule(job.spec.schedule).describe()),
+        ("schedule", for_job(compile_schedule(job.spec.schedule), job.id).describe()),
         ("queue", job.spec.queue), ("priority", job.spec.priority),
         ("paused", job.spec.paused), ("next run", when(job.next_run_at) or "-"),
         ("tags", ", ".join(job.spec.tags)),

@@ -26,7 +26,9 @@ from tickwork.cli import (
     bench,
     calendars,
     distributed,
+    enqueue,
     jobs,
+    limits,
     namespaces,
     queues,
     runs,
@@ -91,9 +93,9 @@ def completion(shell: str) -> int:
 
 def build_cli() -> click.Group:
     for group in (service.run, service.migrate, distributed.scheduler, distributed.worker,
-                  api.api, jobs.jobs, calendars.calendars, runs.runs, queues.queues,
-                  audit.audit, alerts.alerts, api.tokens, namespaces.namespaces,
-                  secrets.secrets, bench.bench):
+                  api.api, jobs.jobs, enqueue.enqueue, calendars.calendars, runs.runs,
+                  queues.queues, limits.limits, audit.audit, alerts.alerts, api.tokens,
+                  namespaces.namespaces, secrets.secrets, bench.bench):
         cli.add_command(group)
     return cli
 

@@ -39,7 +39,7 @@ def _of(used: int, limit: int | None) -> str:
 async def list_namespaces(target: Target, as_json: bool) -> int:
     """Namespaces with their jobs and runs this hour (of the quota, if set), and the largest
     payload they take. A token of one namespace lists its own only."""
-    client = await open_client(target, every_namespace=True)
+    client = await open_client(target)
     try:
         found = await client.list_namespaces()
     finally:
@@ -91,7 +91,7 @@ async def set_quotas(*, target: Target, name: str, max_jobs: str | None,
     if not changes:
         raise ValidationError("", "give at least one of --max-jobs, --max-runs-per-hour, "
                               "--max-payload-bytes")
-    client = await open_client(target, every_namespace=True)
+    client = await open_client(target)
     try:
         info = await client.set_quotas(name, changes)
     finally:

@@ -88,7 +88,7 @@ class Target:
     api: str | None = None
     token: str | None = None
     api_from_env: bool = False
-    namespace: str | None = None  # the one namespace the command sees (None: default)
+    namespace: str | None = None  # the one namespace the command sees (None: every one)
 
     @property
     def remote(self) -> bool:
@@ -134,9 +134,9 @@ def store_options(*, redis: str | None = None, api: bool = False) -> Callable[[F
                              "tokens create); prefer the variable, which stays out of "
                              "shell history"),
                 click.option("--namespace", metavar="NAME", envvar=NAMESPACE_ENV,
-                             show_envvar=True, help="the namespace to see and change "
-                             "(default: default; with --api, a token of one namespace "
-                             "always sees its own)"),
+                             show_envvar=True, help="the only namespace to see and change "
+                             "(default: every one, creating in 'default'; with --api, a "
+                             "token of one namespace always sees its own)"),
             ]
         wrapped: Any = with_target
         for option in reversed(options):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import getpass
+import uuid
 from collections.abc import (
     Awaitable,
     Callable,
@@ -27,6 +28,7 @@ from tickwork.client.calendars import (
     check_calendars,
 )
 from tickwork.client.chains import CHAIN_FIELDS, check_chains
+from tickwork.client.oneoff import EnqueueMethods
 from tickwork.client.quotas import (
     CreateGuard,
     check_run_quota,
@@ -44,6 +46,7 @@ from tickwork.document import (
     parse_job_document,
     to_spec,
 )
+from tickwork.document.limits import Limits, limit_name
 from tickwork.document.render import spec_diff
 from tickwork.document.text import not_unicode
 from tickwork.drivers import open_driver
@@ -75,6 +78,7 @@ from tickwork.drivers.base import (
     Store,
 )
 from tickwork.drivers.calendars import CalendarCache
+from tickwork.drivers.limits import KeyLimitInfo, KeyLimitSetParams, QueueLimitsSetParams
 from tickwork.drivers.namespaces import (
     DEFAULT_NAMESPACE,
     NAMESPACE_NAME,
@@ -156,6 +160,16 @@ def create_params(specs: Iterable[JobSpec], now: datetime,
     document), with ``calendars`` for schedules that name some."""
     firsts: dict[int, tuple[ScheduleSpec, datetime | None]] = {}
     for index, spec in enumerate(specs):
+        if spec.schedule.offset_auto:  # its first run depends on its id: chosen here
+            job_id = uuid.uuid4().hex
+            first = first_run(spec, now, job_id)
+            try:
+                check_runs(spec, first, now)
+            except ValidationError as exc:
+                raise ValidationError(f"[{index}].{exc.field}", exc.reason) from exc
+            yield JobCreateParams(spec=spec, next_run_at=first, now=now, id=job_id, actor=actor,
+                                  namespace=namespace)
+            continue
         known = firsts.get(id(spec.schedule))
         if known is None:  # the tuple keeps the schedule alive, so no other takes its id
             known = (spec.schedule, calendar_first_run(spec, now, calendars))
@@ -182,16 +196,17 @@ def _check_texts(**fields: str | None) -> None:
             raise ValidationError(name, reason)
 
 
-class AsyncClient(CalendarMethods):
+class AsyncClient(CalendarMethods, EnqueueMethods):
     def __init__(self, store: Store, *, clock: Clock | None = None,
                  on_change: Callable[[], None] | None = None,
                  after_insert: Callable[[Sequence[Occurrence]], Awaitable[object]] | None = None,
                  policy: JobPolicy | None = None, actor: str | None = None,
                  on_cancel: Callable[[], None] | None = None,
-                 namespace: str | None = DEFAULT_NAMESPACE) -> None:
+                 namespace: str | None = None) -> None:
         self.store = store
-        # The namespace this client sees and changes; None: every namespace (jobs it creates
-        # go to ``default``). ``scoped`` gives a view of the same client on another one.
+        # The namespace this client sees and changes; None (the default): every namespace,
+        # and the jobs it creates go to ``default`` (runs of purged jobs, whose namespace is
+        # gone with them, are listed only here). ``scoped`` gives a view on another one.
         self.namespace = check_namespace(namespace) if namespace is not None else None
         # Who the audit trail names for changes made through this client, unless a call
         # names someone else (the API names the token): by default the OS user.
@@ -221,7 +236,7 @@ class AsyncClient(CalendarMethods):
     async def open(cls, database: str = "sqlite:///tickwork.db", *, clock: Clock | None = None,
                    migrate: bool = True, policy: JobPolicy | None = None,
                    actor: str | None = None,
-                   namespace: str | None = DEFAULT_NAMESPACE) -> AsyncClient:
+                   namespace: str | None = None) -> AsyncClient:
         store = open_driver(database).store
         if migrate:
             await store.migrate()
@@ -273,10 +288,11 @@ class AsyncClient(CalendarMethods):
         guard.check(spec)
         if spec.chained:
             await check_chains([("", spec)], self._spec_named)
-        next_run = await self._first_run(spec, now)
+        job_id = uuid.uuid4().hex if spec.schedule.offset_auto else None
+        next_run = await self._first_run(spec, now, job_id)
         check_runs(spec, next_run, now)
         (created,) = await self.store.job_create_many(JobCreateManyParams(
-            jobs=[JobCreateParams(spec=spec, next_run_at=next_run, now=now,
+            jobs=[JobCreateParams(spec=spec, next_run_at=next_run, now=now, id=job_id,
                                   actor=self._who(actor), namespace=self.home)],
             max_jobs=guard.info.quotas.max_jobs))
         self._changed()
@@ -326,10 +342,11 @@ class AsyncClient(CalendarMethods):
         if self.policy is not None:
             self.policy.check(spec)
 
-    async def _first_run(self, spec: JobSpec, now: datetime) -> datetime | None:
+    async def _first_run(self, spec: JobSpec, now: datetime,
+                         job_id: str | None = None) -> datetime | None:
         """``first_run``; a schedule that names calendars is checked to name existing ones."""
         if not spec.schedule.calendars:
-            return first_run(spec, now)
+            return first_run(spec, now, job_id)
         calendars = await self.calendar_map()
         check_calendars(spec, calendars)
         return calendar_first_run(spec, now, calendars)
@@ -378,10 +395,10 @@ class AsyncClient(CalendarMethods):
             guard.check(spec)
         next_run = current.next_run_at
         if spec.schedule != current.spec.schedule:
-            next_run = await self._first_run(spec, now)
+            next_run = await self._first_run(spec, now, current.id)
             check_runs(spec, next_run, now)
         elif next_run is None:
-            next_run = await self._first_run(spec, now)
+            next_run = await self._first_run(spec, now, current.id)
         updated = await self.store.job_update(
             JobUpdateParams(id=current.id, spec=spec, next_run_at=next_run, now=now,
                             actor=self._who(actor), diff=spec_diff(current.spec, spec)))
@@ -400,7 +417,7 @@ class AsyncClient(CalendarMethods):
         now = self.clock.now()
         next_run = job.next_run_at
         if job.spec.schedule.type != "at":
-            next_run = (await self.schedule_of(job.spec)).first_at_or_after(now)
+            next_run = (await self.schedule_of(job.spec, job_id=job.id)).first_at_or_after(now)
         resumed = await self.store.job_set_paused(JobSetPausedParams(
             id=job.id, paused=False, next_run_at=next_run, now=now, actor=self._who(actor)))
         self._changed()
@@ -428,8 +445,12 @@ class AsyncClient(CalendarMethods):
 
     async def preview(self, job: JobInput | str, n: int = 5,
                       after: datetime | None = None) -> list[datetime]:
-        spec = (await self._job(job)).spec if isinstance(job, str) else to_spec(job)
-        return preview(await self.schedule_of(spec), after or self.clock.now(), n)
+        if isinstance(job, str):
+            found = await self._job(job)
+            schedule = await self.schedule_of(found.spec, job_id=found.id)
+        else:
+            schedule = await self.schedule_of(to_spec(job))
+        return preview(schedule, after or self.clock.now(), n)
 
     async def backfill(self, ref: str, since: datetime, until: datetime, *,
                        limit: int = MAX_BATCH, overlap: Overlap | str | None = None,
@@ -448,7 +469,7 @@ class AsyncClient(CalendarMethods):
         if until > now:
             raise ValidationError("until", "must not be in the future; a backfill fills the past")
         bound = min(limit, MAX_BATCH)
-        schedule = await self.schedule_of(job.spec)
+        schedule = await self.schedule_of(job.spec, job_id=job.id)
         times: list[datetime] = []
         t = schedule.first_at_or_after(since)
         while t is not None and t < until:
@@ -509,6 +530,36 @@ class AsyncClient(CalendarMethods):
             raise ValidationError("queue", QUEUE_NAME_RULE)
         return await self.admin.queue_set_paused(
             QueueSetPausedParams(name=name, paused=paused, now=self.clock.now()))
+
+    # -- limits (docs/limits.md) -------------------------------------------------------------
+
+    async def set_queue_limits(self, name: str, limits: Limits) -> QueueInfo:
+        """Replace a queue's limits (a value left None is no limit); its bucket starts full."""
+        limit_name(name, "queue")
+        now = self.clock.now()
+        await self.admin.queue_limits_set(QueueLimitsSetParams(
+            name=name, now=now, max_running=limits.max_running, rate=limits.rate,
+            burst=limits.burst))
+        self._changed()  # a raised limit: workers look again
+        return next(q for q in await self.admin.queue_list(QueueListParams(now=now))
+                    if q.name == name)
+
+    async def list_limits(self) -> list[KeyLimitInfo]:
+        return await self.admin.key_limit_list(self.clock.now())
+
+    async def set_limit(self, key: str, limits: Limits) -> KeyLimitInfo:
+        limit_name(key, "key")
+        if limits.rate is None:
+            raise ValidationError("rate", "is required")
+        info = await self.admin.key_limit_set(KeyLimitSetParams(
+            key=key, rate=limits.rate, now=self.clock.now(), burst=limits.burst))
+        self._changed()
+        return info
+
+    async def delete_limit(self, key: str) -> None:
+        """Raises LimitNotFound."""
+        await self.admin.key_limit_delete(key)
+        self._changed()
 
     async def stats(self, window_seconds: int = 3600) -> Stats:
         return await self.admin.stats_get(

@@ -26,7 +26,7 @@ from tickwork.drivers.calendars import (
 )
 from tickwork.errors import ValidationError
 from tickwork.models import Job, JobSpec, OccurrenceState, Trigger
-from tickwork.schedules import Schedule, compile_schedule, preview_fires
+from tickwork.schedules import Schedule, compile_schedule, for_job, preview_fires
 from tickwork.schedules.calendars import Calendar, calendar_document, check_name, parse_calendar
 from tickwork.schedules.ics import parse_ics
 from tickwork.schedules.structured import Fire
@@ -75,10 +75,13 @@ class CalendarMethods:
         """Every calendar, parsed, by name."""
         return await self._calendar_cache.load(self.store)
 
-    async def schedule_of(self, spec: JobSpec, *, check: bool = False) -> Schedule:
-        """The job's schedule compiled with its calendars (checked to exist with ``check``)."""
+    async def schedule_of(self, spec: JobSpec, *, check: bool = False,
+                          job_id: str | None = None) -> Schedule:
+        """The job's schedule compiled with its calendars (checked to exist with ``check``);
+        with ``job_id``, that job's own (an automatic offset given its value)."""
         if not spec.schedule.calendars:
-            return compile_schedule(spec.schedule)
+            schedule = compile_schedule(spec.schedule)
+            return schedule if job_id is None else for_job(schedule, job_id)
         calendars = await self.calendar_map()
         if check:
             check_calendars(spec, calendars)
@@ -87,8 +90,12 @@ class CalendarMethods:
     async def preview_fires(self, job: Mapping[str, Any] | JobSpec | str, n: int = 5,
                             after: datetime | None = None) -> list[Fire]:
         """The next ``n`` fire times, with those the calendars drop (each with its reason)."""
-        spec = (await self._job(job)).spec if isinstance(job, str) else to_spec(job)
-        return preview_fires(await self.schedule_of(spec), after or self.clock.now(), n)
+        if isinstance(job, str):
+            found = await self._job(job)
+            schedule = await self.schedule_of(found.spec, job_id=found.id)
+        else:
+            schedule = await self.schedule_of(to_spec(job))
+        return preview_fires(schedule, after or self.clock.now(), n)
 
     # -- calendars ---------------------------------------------------------------------------
 

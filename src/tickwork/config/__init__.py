@@ -89,12 +89,18 @@ class Settings:
     worker_id: str | None = None
     planner_horizon_seconds: float = 5.0
     planner_interval_seconds: float = 1.0
+    # 0: jitter delays every run of a job that has some; N: only runs at an instant the
+    # planner plans N or more runs for (a burst), so lone runs start on time
+    planner_burst_threshold: int = 0
     poll_interval_seconds: float = 1.0  # longest a worker sleeps before looking again
     lease_seconds: float = 30.0
     heartbeat_seconds: float = 10.0
     shutdown_grace_seconds: float = 30.0
     rescue_interval_seconds: float = 5.0
-    retention_days: int = 30  # PostgreSQL: run history older than this is pruned
+    retention_days: int = 30  # run history (finished runs, attempts) older than this is pruned
+    audit_retention_days: int = 365  # audit entries older than this are pruned
+    # Finished one-off jobs and deleted jobs are purged this long after they ended.
+    finished_job_retention_seconds: float = 7 * 86400.0
     shard_count: int = 64  # PostgreSQL: shards jobs are spread over (fixed when first migrated)
     # PostgreSQL: a scheduler's lease on its shards, renewed every third of it; a killed
     # scheduler's shards are taken over after about this long.
@@ -141,8 +147,10 @@ class Settings:
             if not (ok and math.isfinite(value)):
                 raise ConfigError(
                     name, f"must be a finite number {bound} (got {format_seconds(value)})")
-        if self.retention_days < 1:
-            raise ConfigError("retention_days", f"must be at least 1 (got {self.retention_days})")
+        for name, least in (("planner_burst_threshold", 0), ("retention_days", 1),
+                            ("audit_retention_days", 1)):
+            if getattr(self, name) < least:
+                raise ConfigError(name, f"must be at least {least} (got {getattr(self, name)})")
         if not 1 <= self.shard_count <= 4096:
             raise ConfigError("shard_count", f"must be from 1 to 4096 (got {self.shard_count})")
         check_processes(self.max_deliveries, self.metrics_address)
@@ -216,12 +224,15 @@ _SETTING_KINDS: dict[str, _Kind] = {
     "worker_id": "optional_str",
     "planner_horizon_seconds": "seconds",
     "planner_interval_seconds": "seconds",
+    "planner_burst_threshold": "int",
     "poll_interval_seconds": "seconds",
     "lease_seconds": "seconds",
     "heartbeat_seconds": "seconds",
     "shutdown_grace_seconds": "seconds",
     "rescue_interval_seconds": "seconds",
     "retention_days": "int",
+    "audit_retention_days": "int",
+    "finished_job_retention_seconds": "seconds",
     "shard_count": "int",
     "shard_lease_seconds": "seconds",
     "max_deliveries": "int",

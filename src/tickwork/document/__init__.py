@@ -37,6 +37,7 @@ from tickwork.errors import ValidationError
 from tickwork.executors import validate_payload
 from tickwork.models import Delivery, JobSpec, Overlap, RetryPolicy, ScheduleSpec, rfc3339
 from tickwork.retry import worst_case_retry_span
+from tickwork.schedules import for_job
 
 __all__ = [
     "DURATION_RULE",
@@ -132,6 +133,11 @@ def _parse(doc: object, defaults: JobSpec | None,
             raise ValidationError(name, "is required")
     if not payload_checked:
         values["payload"] = _checked_payload(values["kind"], values["payload"], shared)
+    if values.get("max_concurrency") is not None and values.get(
+            "overlap", Overlap.SKIP) is not Overlap.ALLOW_ALL:
+        raise ValidationError("max_concurrency", "applies only to overlap 'allow_all' (every "
+                              "other policy runs one at a time); set overlap to 'allow_all' "
+                              "or leave max_concurrency out")
     return JobSpec(**values)
 
 
@@ -187,6 +193,10 @@ def job_document(spec: JobSpec) -> dict[str, Any]:
     }
     if spec.alerts is not None:  # written only when set, as the store does
         doc["alerts"] = json.loads(spec.alerts)
+    if spec.limit_key is not None:
+        doc["limit_key"] = spec.limit_key
+    if spec.max_concurrency is not None:
+        doc["max_concurrency"] = spec.max_concurrency
     return doc
 
 
@@ -203,7 +213,7 @@ def _schedule_document(schedule: ScheduleSpec) -> dict[str, Any]:
         assert schedule.every_seconds is not None  # likewise for "every"
         doc = {
             "every": _number_out(schedule.every_seconds),
-            "offset": _number_out(schedule.offset_seconds),
+            "offset": "auto" if schedule.offset_auto else _number_out(schedule.offset_seconds),
         }
     if schedule.exclude:
         doc["exclude"] = list(schedule.exclude)
@@ -281,10 +291,14 @@ def _number_out(seconds: float) -> int | float:
     return int(seconds) if float(seconds).is_integer() else float(seconds)
 
 
-def first_run(spec: JobSpec, now: datetime) -> datetime | None:
+def first_run(spec: JobSpec, now: datetime, job_id: str | None = None) -> datetime | None:
     """When a new or changed job first runs: its ``at`` time (even if just past: the catch-up
-    window decides), else its first fire time from now on."""
+    window decides), else its first fire time from now on. ``job_id`` gives an automatic
+    offset its value; without it the time is the one before any such offset (the planner
+    moves it on to the job's own)."""
     schedule = compiled_schedule(spec.schedule)
+    if job_id is not None:
+        schedule = for_job(schedule, job_id)
     if spec.schedule.type == "at" and spec.schedule.at is not None:
         return schedule.first_at_or_after(spec.schedule.at)
     return schedule.first_at_or_after(now)

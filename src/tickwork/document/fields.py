@@ -296,6 +296,9 @@ def schedule(value: object, field: str) -> ScheduleSpec:
     start, end = given.get("start_at"), given.get("end_at")
     if start is not None and end is not None and end <= start:
         raise ValidationError(f"{field}.end_at", f"must be after start_at ({rfc3339(start)})")
+    if given.get("offset") == AUTO:
+        del given["offset"]
+        given["offset_auto"] = True
     spec = ScheduleSpec(type=kind, **{_SPEC_NAMES.get(k, k): v for k, v in given.items()})
     compiled_schedule(spec)  # the cron syntax and whatever else the schedule module checks
     return spec
@@ -448,6 +451,29 @@ def fmt(amount: float) -> str:
     return f"{amount:.3f}".rstrip("0").rstrip(".")
 
 
+MAX_CONCURRENCY_RANGE = (1, 100_000)
+
+AUTO = "auto"  # "offset": "auto": each job's own offset, from a hash of its id
+
+
+def offset(value: object, field: str) -> float | str:
+    """An ``every`` schedule's offset: seconds, a duration, or ``"auto"``."""
+    if value == AUTO:
+        return AUTO
+    if not isinstance(value, str):
+        amount: float = _OFFSET_SECONDS(value, field)
+        return amount
+    try:
+        amount = _OFFSET_SECONDS(value, field)
+    except ValidationError as exc:  # a word that is not a duration: perhaps a misspelt auto
+        raise ValidationError(field, f"{exc.reason}; or 'auto' to spread jobs over the "
+                              "interval by their id") from None
+    return amount
+
+
+_OFFSET_SECONDS = bounded_seconds(zero_ok=True)
+
+
 FIELD_PARSERS: dict[str, _Parser] = {
     "name": name,
     "queue": queue,
@@ -465,6 +491,9 @@ FIELD_PARSERS: dict[str, _Parser] = {
     "on_success": chain,
     "on_failure": chain,
     "on_dead": chain,
+    "limit_key": lambda value, field: None if value is None else queue(value, field),
+    "max_concurrency": lambda value, field: (
+        None if value is None else integer(value, field, *MAX_CONCURRENCY_RANGE)),
 }
 
 _RETRY_PARSERS: dict[str, _Parser] = {
@@ -483,7 +512,7 @@ _SCHEDULE_PARSERS: dict[str, _Parser] = {
     "monthly": lambda value, field: parse_rule("monthly", value, field),
     "exclude": calendars,
     "only": calendars,
-    "offset": bounded_seconds(zero_ok=True),
+    "offset": offset,
     "start_at": lambda value, field: None if value is None else parse_instant(value, field),
     "end_at": lambda value, field: None if value is None else parse_instant(value, field),
     "jitter_seconds": bounded_seconds(zero_ok=True, most=JITTER_MAX_SECONDS),

@@ -14,7 +14,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
+from tickwork.drivers.limits import LimitStore, Rate, limit_state
 from tickwork.drivers.namespaces import NamespaceStore
+from tickwork.drivers.rows import RowLike
 from tickwork.errors import TickworkError
 
 if TYPE_CHECKING:
@@ -46,6 +48,11 @@ class QueueInfo:
     waiting: int  # scheduled, queued or retrying
     due: int  # waiting and due now: the queue's depth
     running: int
+    # Limits across every worker (drivers/limits.py); None: not limited.
+    max_running: int | None = None
+    rate: Rate | None = None
+    burst: int | None = None
+    tokens: float | None = None  # the rate's tokens left at the ``now`` of the listing
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +147,7 @@ class TokenRevokeParams:
     namespace: str | None = None  # only a token of this namespace; None: any token
 
 
-class AdminStore(NamespaceStore, Protocol):
+class AdminStore(LimitStore, NamespaceStore, Protocol):
     """Reads and small writes for the API and dashboard. Every method is one transaction."""
 
     async def health_check(self) -> None:
@@ -165,6 +172,17 @@ class AdminStore(NamespaceStore, Protocol):
     async def token_revoke(self, p: TokenRevokeParams) -> TokenInfo:
         """Raises LookupError (TokenNotFound) when no active token has the id or name."""
         ...
+
+
+def queue_info(row: RowLike, tokens_at: datetime | None, now: datetime,
+               paused: bool) -> QueueInfo:
+    """A queue_list row (name, waiting, due, running and the limit columns) as QueueInfo."""
+    limit = limit_state("queue", row, tokens_at)
+    return QueueInfo(name=row["name"], paused=paused, waiting=row["waiting"], due=row["due"],
+                     running=row["running"], max_running=limit.max_running,
+                     rate=limit.rate.rate if limit.rate else None,
+                     burst=limit.rate.burst if limit.rate else None,
+                     tokens=limit.rate.tokens(limit.bucket, now) if limit.rate else None)
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float | None:

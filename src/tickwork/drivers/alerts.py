@@ -104,13 +104,16 @@ class AlertListParams:
 class AlertFactsParams:
     """What the conditions of one job are judged on. ``recent``: how many of its last ended
     runs to read (cancelled and skipped ones left out); ``late_after`` and
-    ``running_longer_than``: the thresholds, in seconds (None: not asked)."""
+    ``running_longer_than``: the thresholds, in seconds (None: not asked); ``ended_since``:
+    also read the failed runs that ended at or after this instant (the previous pass), so a
+    failure followed by a success before the pass is still seen (None: not asked)."""
 
     job_id: str
     now: datetime
     recent: int = 1
     late_after: float | None = None
     running_longer_than: float | None = None
+    ended_since: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +122,8 @@ class AlertFacts:
     last_success_at: datetime | None = None  # when the last succeeded run finished
     late_since: datetime | None = None  # the oldest not started run due before the threshold
     running_since: datetime | None = None  # the oldest running attempt claimed before it
+    # failed runs that ended since ``ended_since``, newest first: (scheduled at, state)
+    failed_since: list[tuple[datetime, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
-"""The history seam: what a store offers the pruner (``scheduler/pruner.py`` holds the loop;
-drivers that say ``partitions`` implement this)."""
+"""The history seam: what a store offers the pruner (``scheduler/pruner.py`` holds the loop).
+Drivers that say ``partitions`` keep attempts in daily partitions; SQLite has none to create
+and deletes in batches."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ class PartitionsEnsureParams:
 
 @dataclass(frozen=True, slots=True)
 class HistoryPruneParams:
-    """Drop history older than ``before``; delete at most ``limit`` rows of each kind."""
+    """Drop history older than ``before``, and audit entries older than ``audit_before``
+    (None: keep them); delete at most ``limit`` rows of each kind."""
 
     before: datetime
     limit: int = 5000
+    audit_before: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,7 @@ class HistoryPruned:
     partitions_dropped: list[str] = field(default_factory=list)
     occurrences_deleted: int = 0
     attempts_deleted: int = 0
+    audit_deleted: int = 0
 
 
 class HistoryStore(Protocol):

@@ -9,16 +9,20 @@ chain shares one deadline; a body is read only up to the output cap.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import socket
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
 from multidict import CIMultiDict
 from yarl import URL
 
 from tickwork.errors import TickworkError
 from tickwork.executors.base import ERROR_LIMIT_BYTES, ExecutorSettings, cap_text
-from tickwork.executors.ssrf import GuardedResolver, OutboundPolicy, OutboundRefused
+from tickwork.executors.ssrf import OutboundPolicy, OutboundRefused
 from tickwork.outcomes import Fail
 
 MAX_REDIRECTS = 5
@@ -27,6 +31,35 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "cookie")
 # Dropped with the body when a redirect turns the request into a GET.
 BODY_HEADERS = ("content-type", "webhook-id", "webhook-timestamp", "webhook-signature")
+
+
+class GuardedResolver(AbstractResolver):
+    """Resolves with ``inner`` (aiohttp's default), then refuses if any address is refused.
+
+    A name with one refused address is refused whole: which address aiohttp would try first
+    is not ours to guess.
+    """
+
+    def __init__(self, policy: OutboundPolicy, inner: AbstractResolver | None = None) -> None:
+        self.policy = policy
+        self.inner = inner if inner is not None else DefaultResolver()
+
+    async def resolve(self, host: str, port: int = 0,
+                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
+        results = await self.inner.resolve(host, port, family)
+        if self.policy.host_allowed(host):
+            return results
+        for result in results:
+            try:
+                addr = ipaddress.ip_address(result["host"].split("%", 1)[0])
+            except ValueError:
+                raise OutboundRefused(result["host"], "not an IP address", host) from None
+            self.policy.check_address(addr, host)
+        return results
+
+    async def close(self) -> None:
+        await self.inner.close()
+
 
 
 class RedirectError(TickworkError):

@@ -6,11 +6,11 @@ reserved addresses are refused unless ``ExecutorSettings.outbound_allow`` lists 
 host names). IPv6 forms that embed an IPv4 address (IPv4-mapped, IPv4-compatible, NAT64,
 6to4) are judged by the address they embed.
 
-The check runs at connect time, in ``GuardedResolver``: aiohttp connects only to the addresses
-its resolver returns, so a name that resolves to 127.0.0.1 (or changes its answer between a
-check and the connect, DNS rebinding) is refused. aiohttp does not ask the resolver about an IP
-literal, so ``OutboundPolicy.check_host`` checks the URL's host too, normalised the way
-``inet_aton`` reads it (``0x7f000001``, ``2130706433``, ``127.1``).
+The check runs at connect time, in ``outbound.GuardedResolver``: aiohttp connects only to the
+addresses its resolver returns, so a name that resolves to 127.0.0.1 (or changes its answer
+between a check and the connect, DNS rebinding) is refused. aiohttp does not ask the resolver
+about an IP literal, so ``OutboundPolicy.check_host`` checks the URL's host too, normalised the
+way ``inet_aton`` reads it (``0x7f000001``, ``2130706433``, ``127.1``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,6 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Iterable
-
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import DefaultResolver
 
 from tickwork.errors import ConfigError, TickworkError
 
@@ -202,31 +199,3 @@ class OutboundPolicy:
         literal = parse_ip_literal(host)
         if literal is not None:
             self.check_address(literal, host)
-
-
-class GuardedResolver(AbstractResolver):
-    """Resolves with ``inner`` (aiohttp's default), then refuses if any address is refused.
-
-    A name with one refused address is refused whole: which address aiohttp would try first
-    is not ours to guess.
-    """
-
-    def __init__(self, policy: OutboundPolicy, inner: AbstractResolver | None = None) -> None:
-        self.policy = policy
-        self.inner = inner if inner is not None else DefaultResolver()
-
-    async def resolve(self, host: str, port: int = 0,
-                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
-        results = await self.inner.resolve(host, port, family)
-        if self.policy.host_allowed(host):
-            return results
-        for result in results:
-            try:
-                addr = ipaddress.ip_address(result["host"].split("%", 1)[0])
-            except ValueError:
-                raise OutboundRefused(result["host"], "not an IP address", host) from None
-            self.policy.check_address(addr, host)
-        return results
-
-    async def close(self) -> None:
-        await self.inner.close()

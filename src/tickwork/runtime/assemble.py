@@ -11,13 +11,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tickwork.clock import Clock
 from tickwork.config import Settings
 from tickwork.document.alerts import parse_alert_defaults
 from tickwork.drivers import Driver
 from tickwork.drivers.base import Completion, Store
+from tickwork.drivers.enqueue import JobsPurged
+from tickwork.drivers.history import HistoryStore
 from tickwork.executors import build_executors
 from tickwork.executors.base import Executor, ExecutorSettings
 from tickwork.metrics import Metrics
@@ -26,6 +28,7 @@ from tickwork.runtime.tracing import attempt_tracer
 from tickwork.scheduler.alert_delivery import AlertDeliverer
 from tickwork.scheduler.alerts import AlertEvaluator
 from tickwork.scheduler.planner import Planner
+from tickwork.scheduler.pruner import Pruner
 from tickwork.scheduler.rescuer import Rescuer
 from tickwork.secrets import SecretResolver, resolver_for
 from tickwork.worker.pool import WorkerPool
@@ -118,6 +121,7 @@ def planner(settings: Settings, *, store: Store, clock: Clock, metrics: Metrics,
 
     return Planner(store=store, clock=clock, horizon_seconds=settings.planner_horizon_seconds,
                    interval_seconds=settings.planner_interval_seconds, on_planned=planned,
+                   burst_threshold=settings.planner_burst_threshold,
                    after_commit=redis.after_plan if redis else None, **options)
 
 
@@ -151,3 +155,21 @@ def alert_loops(settings: Settings, *, store: Store, clock: Clock,
         defaults=parse_alert_defaults(settings.alert_defaults), shards=shards,
         on_changed=deliverer.wake)
     return evaluator, deliverer
+
+
+def pruner(settings: Settings, *, store: Store, clock: Clock,
+           metrics: Metrics | None = None) -> Pruner:
+    """History and audit retention (both drivers' stores keep the history seam), and the
+    purge of finished one-off and deleted jobs past ``finished_job_retention_seconds``,
+    counted in ``metrics``."""
+
+    def purged(done: JobsPurged) -> None:
+        assert metrics is not None
+        metrics.jobs_purged("finished", done.finished)
+        metrics.jobs_purged("deleted", done.deleted)
+
+    return Pruner(store=cast(HistoryStore, store), clock=clock,
+                  retention_days=settings.retention_days,
+                  audit_retention_days=settings.audit_retention_days, jobs=store,
+                  finished_job_retention_seconds=settings.finished_job_retention_seconds,
+                  on_purged=None if metrics is None else purged)

@@ -14,14 +14,13 @@ from tickwork.clock import SystemClock
 from tickwork.config import Settings
 from tickwork.drivers import Driver, open_driver, safe_url
 from tickwork.drivers.base import Store
-from tickwork.drivers.namespaces import DEFAULT_NAMESPACE
 from tickwork.errors import ConfigError, NotMigrated
 from tickwork.executors.admission import JobPolicy
 
 
 async def client_for(settings: Settings, *, create: bool = True,
                      driver: Driver | None = None,
-                     namespace: str | None = DEFAULT_NAMESPACE) -> AsyncClient:
+                     namespace: str | None = None) -> AsyncClient:
     """A client on the configured store (``driver``'s, when given), seeing ``namespace``
     (None: every namespace); with Redis configured,
     what it triggers or backfills goes straight into Redis' due set. Closing the client

@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from tickwork import registry
 from tickwork.client import AsyncClient
+from tickwork.client.declared import sync_declared
 from tickwork.clock import Clock
 from tickwork.config import Settings
-from tickwork.document import parse_job_document
 from tickwork.drivers import open_driver, safe_url
-from tickwork.errors import JobNotFound
 from tickwork.executors.admission import JobPolicy
 from tickwork.metrics import REDIS, DispatchMode
 from tickwork.runtime import assemble
@@ -37,6 +36,7 @@ from tickwork.scheduler.alert_delivery import AlertDeliverer
 from tickwork.scheduler.alerts import AlertEvaluator
 from tickwork.scheduler.loop import Loop
 from tickwork.scheduler.planner import Planner
+from tickwork.scheduler.pruner import Pruner
 from tickwork.scheduler.rescuer import Rescuer
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ class EmbeddedService(Process):
         self.planner: Planner | None = None
         self.rescuer: Rescuer | None = None
         self.alerts: tuple[AlertEvaluator, AlertDeliverer] | None = None
+        self.pruner: Pruner | None = None
         self.redis: SchedulerDispatch | None = None  # the due set's side: promoter, reconciler
         self.source: RedisClaimSource | None = None  # the worker's side: claims from Redis
         self._stopped = asyncio.Event()
@@ -98,9 +99,12 @@ class EmbeddedService(Process):
             wake=self._rescued, sole_worker=worker if self.lock.held else None)
         self.alerts = assemble.alert_loops(s, store=self.store, clock=self.clock,
                                            executors=self.executors)
+        self.pruner = assemble.pruner(s, store=self.store, clock=self.clock,
+                                      metrics=self.metrics)
         await self.rescuer.run_once(self.clock.now())  # orphans of a crashed predecessor
         await self._sync_jobs(jobs)
-        for loop in (self.planner, self.rescuer, *self.alerts, *self._redis_loops()):
+        for loop in (self.planner, self.rescuer, self.pruner, *self.alerts,
+                     *self._redis_loops()):
             loop.start()
         self.pool.start()
         log.info("tickwork is running: database %s, queues %s, worker %s%s", safe_url(s.database),
@@ -125,7 +129,8 @@ class EmbeddedService(Process):
         return self.redis.loops() if self.redis is not None else ()
 
     def loops(self) -> tuple[Stoppable, ...]:
-        return tuple(loop for loop in (self.planner, self.rescuer) if loop is not None) + \
+        return tuple(loop for loop in (self.planner, self.rescuer, self.pruner)
+                     if loop is not None) + \
             (self.alerts or ()) + self._redis_loops()
 
     @property
@@ -159,17 +164,11 @@ class EmbeddedService(Process):
     async def _sync_jobs(self, docs: list[dict[str, Any]]) -> None:
         """Create declared jobs that do not exist; update those whose document changed."""
         assert self.client is not None
-        for doc in docs:
-            spec = parse_job_document(doc).spec
-            try:
-                current = await self.client.get_job(spec.name)
-            except JobNotFound:
-                await self.client.create_job(spec)
-                log.info("created job %s", spec.name)
-                continue
-            if current.spec != spec:
-                await self.client.update_job(current.id, doc)
-                log.info("updated job %s to match its declaration", spec.name)
+        synced = await sync_declared(self.client, docs)
+        for name in synced.created:
+            log.info("created job %s", name)
+        for name in synced.updated:
+            log.info("updated job %s to match its declaration", name)
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -192,12 +191,14 @@ class EmbeddedService(Process):
 
     async def _start_api(self) -> None:
         from tickwork.api.app import create_app  # noqa: PLC0415  (FastAPI loads only to serve)
+        from tickwork.api.deps import retention_of  # noqa: PLC0415
         from tickwork.api.server import ApiServer  # noqa: PLC0415
 
         s = self.settings
         assert self.client is not None
         app = create_app(self.client, open_access=s.open_access, allowed_hosts=[s.host],
-                         metrics=self.metrics, access_log=s.access_log)
+                         metrics=self.metrics, access_log=s.access_log,
+                         retention=retention_of(s))
         self.http = ApiServer(app, host=s.host, port=s.port)
         await self.http.start()
         if s.open_access:

@@ -35,27 +35,40 @@ from tickwork.drivers.alerts import (
     NewDelivery,
 )
 from tickwork.drivers.base import Store
+from tickwork.errors import JobNotFound
 from tickwork.models import Job, rfc3339
 from tickwork.scheduler.loop import Loop
 
 FAILED = frozenset({"dead", "crashed", "missed"})
 PAGE = 500
+# How far before the previous pass a pass looks for failed runs: a completion is written a
+# moment after its run ends, and processes' clocks differ a little.
+LOOK_BACK = timedelta(seconds=30)
 
 
 def _ago(seconds: float) -> str:
     return f"{fmt(seconds)}s"
 
 
-def judge(job: Job, policy: AlertPolicy, facts: Any, now: datetime
-          ) -> dict[str, str | None]:
+def judge(job: Job, policy: AlertPolicy, facts: Any, now: datetime,
+          told: datetime | None = None) -> dict[str, str | None]:
     """Each condition the policy asks for: a detail if it holds, None if it does not, absent
-    if nothing can be said yet (no run has ended: neither fire nor resolve)."""
+    if nothing can be said yet (no run has ended: neither fire nor resolve). ``told``: the
+    newest failed run a pass has seen already; older ones in ``facts.failed_since`` are not
+    told again."""
     out: dict[str, str | None] = {}
     recent: Sequence[tuple[datetime, str]] = facts.recent
     if policy.on and recent:
         at, state = recent[0]
         out["failed"] = (f"the run scheduled at {rfc3339(at)} ended {state}"
                          if state in policy.on else None)
+        # A failure that a success followed before this pass looked is still one to tell.
+        later = [(at, state) for at, state in facts.failed_since
+                 if state in policy.on and (told is None or at > told)]
+        if out["failed"] is None and later:
+            at, state = later[0]
+            out["failed"] = (f"the run scheduled at {rfc3339(at)} ended {state} "
+                             "(a later run has succeeded since)")
     n = policy.consecutive_failures
     if n is not None and recent:
         streak = 0
@@ -82,6 +95,16 @@ def judge(job: Job, policy: AlertPolicy, facts: Any, now: datetime
         seen = "last succeeded at " + rfc3339(last) if last else "has never succeeded"
         out["no_success"] = f"the job {seen}, more than {_ago(z)} ago" if overdue else None
     return out
+
+
+def asked(policy: AlertPolicy) -> frozenset[str]:
+    """The conditions a policy asks for: a firing alert of any other is resolved."""
+    names = {"failed": bool(policy.on),
+             "consecutive_failures": policy.consecutive_failures is not None,
+             "late_start": policy.late_after is not None,
+             "running_too_long": policy.running_longer_than is not None,
+             "no_success": policy.no_success_within is not None}
+    return frozenset(name for name, on in names.items() if on)
 
 
 def _deliveries(job: Job, policy: AlertPolicy, condition: str, event: str, *, detail: str,
@@ -120,6 +143,8 @@ class AlertEvaluator(Loop):
         self.defaults = defaults
         self.shards = shards
         self.on_changed = on_changed
+        self._last_pass: datetime | None = None  # failures that ended since are looked at
+        self._told: dict[str, datetime] = {}  # job -> the newest failed run a pass has seen
 
     async def run_once(self, now: datetime) -> int:
         """One pass over every job with alerts; returns how many alerts fired or resolved."""
@@ -128,29 +153,45 @@ class AlertEvaluator(Loop):
             return 0
         firing = {(a.job_id, a.condition) for a in await self.store.alert_list(
             AlertListParams(state="firing", limit=MAX_ALERTS))}
-        changed, after = 0, ""
+        since = None if self._last_pass is None else self._last_pass - LOOK_BACK
+        self._last_pass = now
+        told, self._told = self._told, {}
+        changed, after, judged = 0, "", set()
         while True:
             jobs = await self.store.alert_jobs(AlertJobsParams(
                 after_id=after, limit=PAGE, every_job=self.defaults.any, shards=shards))
             for job in jobs:
-                changed += await self._judge(job, firing, now)
+                changed += await self._judge(job, firing, now, since, told.get(job.id))
+                judged.add(job.id)
             if len(jobs) < PAGE:
                 break
             after = jobs[-1].id
+        changed += await self._resolve_unjudged(firing, judged, shards, now)
         if changed and self.on_changed is not None:
             self.on_changed()
         return changed
 
-    async def _judge(self, job: Job, firing: set[tuple[str, str]], now: datetime) -> int:
+    def _policy(self, job: Job) -> AlertPolicy | None:
         text = self.defaults.text_for(job.spec.alerts, job.spec.queue)
-        if text is None:
-            return 0
-        policy = alert_policy(text)
+        return None if text is None else alert_policy(text)
+
+    async def _judge(self, job: Job, firing: set[tuple[str, str]], now: datetime,
+                     since: datetime | None, told: datetime | None) -> int:
+        policy = self._policy(job)
+        if policy is None:
+            return await self._resolve_all(job, None, firing, now, "the job has no alerts now")
         facts = await self.store.alert_facts(AlertFactsParams(
             job_id=job.id, now=now, recent=max(policy.consecutive_failures or 1, 1),
-            late_after=policy.late_after, running_longer_than=policy.running_longer_than))
-        changed = 0
-        for condition, detail in judge(job, policy, facts, now).items():
+            late_after=policy.late_after, running_longer_than=policy.running_longer_than,
+            ended_since=since))
+        dropped = {(job.id, c) for j, c in firing if j == job.id and c not in asked(policy)}
+        changed = await self._resolve_all(job, policy, dropped, now,
+                                          "the job no longer asks for this alert")
+        failed = [at for at, state in [*facts.failed_since, *facts.recent[:1]]
+                  if state in FAILED]
+        if failed or told is not None:
+            self._told[job.id] = max([*failed, *([told] if told else [])])
+        for condition, detail in judge(job, policy, facts, now, told).items():
             is_firing = (job.id, condition) in firing
             if detail is not None and not is_firing:
                 fired = await self.store.alert_fire(AlertFireParams(
@@ -169,6 +210,43 @@ class AlertEvaluator(Loop):
                     if policy.resolved else ()))
                 changed += resolved is not None
                 self._log.info("alert %s on job %s resolved", condition, job.spec.name)
+        return changed
+
+    async def _resolve_unjudged(self, firing: set[tuple[str, str]], judged: set[str],
+                                shards: frozenset[int] | None, now: datetime) -> int:
+        """Firing alerts of jobs no pass judges any more: deleted jobs, and jobs of this
+        evaluator's shards whose document no longer has alerts."""
+        changed = 0
+        for job_id in sorted({j for j, _ in firing} - judged):
+            try:
+                job = await self.store.job_get(job_id)
+            except JobNotFound:
+                gone = await self.store.job_get_deleted(job_id)
+                if gone:
+                    changed += await self._resolve_all(
+                        gone[0], self._policy(gone[0]), firing, now, "the job was deleted")
+                continue
+            if shards is None or job.shard in shards:
+                changed += await self._resolve_all(job, None, firing, now,
+                                                   "the job has no alerts now")
+        return changed
+
+    async def _resolve_all(self, job: Job, policy: AlertPolicy | None,
+                           firing: set[tuple[str, str]], now: datetime, why: str) -> int:
+        """Resolves this job's firing alerts among ``firing`` (``policy``: whose channels
+        hear of it, if it asks for resolved messages; None: nobody)."""
+        changed = 0
+        for job_id, condition in sorted(firing):
+            if job_id != job.id:
+                continue
+            detail = f"resolved: {why}"
+            resolved = await self.store.alert_resolve(AlertResolveParams(
+                job_id=job.id, condition=condition, detail=detail, now=now,
+                deliveries=_deliveries(job, policy, condition, "resolved", detail=detail,
+                                       now=now)
+                if policy is not None and policy.resolved else ()))
+            changed += resolved is not None
+            self._log.info("alert %s on job %s resolved: %s", condition, job.spec.name, why)
         return changed
 
     async def tick(self, now: datetime) -> bool:

@@ -23,7 +23,7 @@ from tickwork.drivers.base import (
 from tickwork.drivers.calendars import CalendarCache
 from tickwork.models import Job, OccurrenceState, ScheduleSpec
 from tickwork.scheduler.loop import Loop
-from tickwork.schedules import Schedule, compile_schedule, jitter_offset
+from tickwork.schedules import Schedule, compile_schedule, for_job, jitter_offset
 from tickwork.schedules.calendars import Calendar
 
 log = logging.getLogger("tickwork.planner")
@@ -79,29 +79,80 @@ class CalendarScheduleCache:
 
 
 def plan_job(job: Job, schedule: Schedule, now: datetime, until: datetime,
-             limit: int) -> JobAdvance:
+             limit: int, *, bursts: BurstSmoother | None = None) -> JobAdvance:
     """The occurrences of ``job`` from its next run up to ``until``, at most ``limit`` of them.
 
     A schedule that names calendars checks its next run first: a calendar may have changed
-    since it was computed."""
+    since it was computed. Each occurrence is due at its scheduled time plus the job's jitter;
+    with ``bursts``, plus the jitter only when its instant is a burst (see BurstSmoother)."""
     assert job.next_run_at is not None  # job_due returns only jobs with a next run
     spec = job.spec
     catchup = timedelta(seconds=spec.catchup_window_seconds)
     occurrences: list[NewOccurrence] = []
-    t: datetime | None = job.next_run_at
-    if spec.schedule.exclude or spec.schedule.only:
-        t = schedule.first_at_or_after(job.next_run_at)
+    schedule, t = _start(job, schedule)
     while t is not None and t <= until and len(occurrences) < limit:
         state = OccurrenceState.MISSED if now - t > catchup else OccurrenceState.SCHEDULED
         occurrences.append(NewOccurrence(
             job_id=job.id, scheduled_at=t,
-            due_at=t + jitter_offset(job.id, t, spec.schedule.jitter_seconds),
+            due_at=t + (jitter_offset(job.id, t, spec.schedule.jitter_seconds)
+                        if bursts is None or bursts.is_burst(t) else NO_DELAY),
             queue=spec.queue, priority=spec.priority, max_attempts=spec.retry.max_attempts,
             state=state,
         ))
         t = schedule.next_after(t)
     return JobAdvance(job_id=job.id, expected_next_run_at=job.next_run_at,
                       occurrences=occurrences, next_run_at=t)
+
+
+NO_DELAY = timedelta(0)
+
+
+def _start(job: Job, schedule: Schedule) -> tuple[Schedule, datetime | None]:
+    """The job's own schedule and its first fire time to plan. A calendar may have changed
+    since the next run was computed; an automatic offset is the job's own, and a next run
+    stored without it (no id yet) moves on to it."""
+    if job.spec.schedule.offset_auto:
+        schedule = for_job(schedule, job.id)
+    elif not (job.spec.schedule.exclude or job.spec.schedule.only):
+        return schedule, job.next_run_at
+    assert job.next_run_at is not None  # job_due returns only jobs with a next run
+    return schedule, schedule.first_at_or_after(job.next_run_at)
+
+
+class BurstSmoother:
+    """Which instants of a shard's plan are bursts: at least ``threshold`` occurrences
+    scheduled at that one instant, counted over the passes that planned them.
+
+    With a smoother, a job that allows jitter (``jitter_seconds``) is delayed by it only at a
+    burst, so a top-of-the-minute crowd spreads over its jitter while a lone run starts on
+    time. The delay itself is ``jitter_offset``'s: the same for the same occurrence on every
+    instance, in ``[0, jitter_seconds)``, never before the scheduled time. Counts are kept
+    for instants not yet past (at most ``size`` of them)."""
+
+    def __init__(self, threshold: int, size: int = 100_000) -> None:
+        if threshold < 1:
+            raise ValueError(f"threshold must be at least 1 (got {threshold})")
+        self.threshold = threshold
+        self.size = size
+        self._counts: dict[datetime, int] = {}
+
+    def count(self, jobs: Sequence[tuple[Job, Schedule]], now: datetime, until: datetime,
+              limit: int) -> None:
+        """Count the fire times of ``jobs`` from their next run up to ``until`` (at most
+        ``limit`` of each, as plan_job plans them)."""
+        if len(self._counts) >= self.size:
+            self._counts = {t: n for t, n in self._counts.items() if t >= now}
+        counts = self._counts
+        for job, schedule in jobs:
+            schedule, t = _start(job, schedule)  # noqa: PLW2901  (the job's own)
+            seen = 0
+            while t is not None and t <= until and seen < limit:
+                counts[t] = counts.get(t, 0) + 1
+                seen += 1
+                t = schedule.next_after(t)
+
+    def is_burst(self, t: datetime) -> bool:
+        return self._counts.get(t, 0) >= self.threshold
 
 
 class Planner(Loop):
@@ -119,12 +170,15 @@ class Planner(Loop):
         on_planned: Callable[[int, datetime], None] | None = None,
         shards: Callable[[], frozenset[int]] | None = None,
         after_commit: Callable[[Sequence[JobAdvance]], Awaitable[None]] | None = None,
+        burst_threshold: int = 0,
     ) -> None:
         """``on_planned``: told how many occurrences a pass inserted and the earliest due time
         among them (metrics count them; the embedded service wakes its workers).
         ``shards``: the shards this planner may plan now (a ShardLeaser's); None: all.
         ``after_commit``: awaited with the advances once the store committed them (the Redis
-        deployment adds their occurrences to the due set); it must not raise."""
+        deployment adds their occurrences to the due set); it must not raise.
+        ``burst_threshold``: 0 delays every occurrence of a job with jitter by it; N > 0
+        only those at an instant this planner plans N or more occurrences for (a burst)."""
         if horizon_seconds < interval_seconds:
             raise ValueError(
                 f"horizon_seconds ({horizon_seconds}) must be at least "
@@ -139,6 +193,7 @@ class Planner(Loop):
         self.calendar_schedules = CalendarScheduleCache()
         self.shards = shards
         self.after_commit = after_commit
+        self.bursts = BurstSmoother(burst_threshold) if burst_threshold else None
 
     async def run_once(self, now: datetime) -> tuple[int, bool]:
         """Plan one batch. Returns (occurrences inserted, whether more jobs may be due)."""
@@ -148,7 +203,7 @@ class Planner(Loop):
             return 0, False  # no shard leased (yet): another scheduler plans them
         jobs = await self.store.job_due(
             JobDueParams(until=until, limit=self.batch_size, shards=shards))
-        advances = []
+        planned: list[tuple[Job, Schedule]] = []
         calendars: dict[str, Calendar] | None = None
         for job in jobs:
             try:
@@ -162,7 +217,11 @@ class Planner(Loop):
                 log.error("job %s (%s) has a schedule that no longer compiles: %s",
                           job.spec.name, job.id, exc)
                 continue
-            advances.append(plan_job(job, schedule, now, until, self.per_job_limit))
+            planned.append((job, schedule))
+        if self.bursts is not None:
+            self.bursts.count(planned, now, until, self.per_job_limit)
+        advances = [plan_job(job, schedule, now, until, self.per_job_limit, bursts=self.bursts)
+                    for job, schedule in planned]
         inserted = 0
         if advances:
             inserted = await self.store.job_advance_many(

@@ -29,7 +29,9 @@ __all__ = [
     "CronSchedule",
     "EverySchedule",
     "Schedule",
+    "auto_offset",
     "compile_schedule",
+    "for_job",
     "jitter_offset",
     "load_zone",
     "parse_duration",
@@ -191,14 +193,18 @@ class EverySchedule(_Bounded):
     """Fires at ``anchor + offset + k * interval``; anchor is start_at, else the Unix epoch.
 
     Exact elapsed time: DST and time zones do not affect it.
+
+    ``offset_auto``: the offset is each job's own (``auto_offset``); ``for_job`` gives the
+    schedule of one job. Until then it fires as if the offset were 0.
     """
 
     def __init__(self, every_seconds: float, offset_seconds: float = 0.0,
                  start_at: datetime | None = None, end_at: datetime | None = None,
-                 jitter_seconds: float = 0.0) -> None:
+                 jitter_seconds: float = 0.0, *, offset_auto: bool = False) -> None:
         super().__init__(start_at, end_at, jitter_seconds)
         self.every_seconds = every_seconds
         self.offset_seconds = offset_seconds
+        self.offset_auto = offset_auto
         self._interval_us = round(every_seconds * 1_000_000)
         anchor = EPOCH if start_at is None else start_at
         self._base_us = (anchor - EPOCH) // ONE_US + round(offset_seconds * 1_000_000)
@@ -211,11 +217,40 @@ class EverySchedule(_Bounded):
         except OverflowError:
             return None
 
+    def for_job(self, job_id: str) -> EverySchedule:
+        """This schedule as job ``job_id`` runs it: an automatic offset made that job's own."""
+        if not self.offset_auto:
+            return self
+        return EverySchedule(self.every_seconds, auto_offset(job_id, self.every_seconds),
+                             self.start_at, self.end_at, self.jitter_seconds, offset_auto=True)
+
     def _what(self) -> str:
         text = f"every {_amount(self.every_seconds, one='')}"
-        if self.offset_seconds:
+        if self.offset_auto:
+            text += f" (offset {_amount(self.offset_seconds)}, auto)" if self.offset_seconds \
+                else " (offset auto)"
+        elif self.offset_seconds:
             text += f" (offset {_amount(self.offset_seconds)})"
         return text
+
+
+def auto_offset(job_id: str, every_seconds: float) -> float:
+    """Seconds in ``[0, every_seconds)`` from a hash of ``job_id``: the same for the same job
+    on every instance and after every restart, and spread evenly over the interval across jobs.
+
+    Whole milliseconds for intervals of a second or more, microseconds below."""
+    span_us = round(every_seconds * 1_000_000)
+    step_us = 1000 if span_us >= 1_000_000 else 1
+    steps = span_us // step_us
+    digest = hashlib.blake2b(f"offset:{job_id}".encode(), digest_size=8).digest()
+    return ((int.from_bytes(digest, "big") * steps) >> 64) * step_us / 1_000_000
+
+
+def for_job(schedule: Schedule, job_id: str) -> Schedule:
+    """``schedule`` as job ``job_id`` runs it: the same object unless its offset is automatic."""
+    if isinstance(schedule, EverySchedule):
+        return schedule.for_job(job_id)
+    return schedule
 
 
 def compile_schedule(spec: ScheduleSpec,
@@ -230,6 +265,9 @@ def compile_schedule(spec: ScheduleSpec,
         raise ValidationError("schedule.end_at", f"must not be before start_at "
                               f"({rfc3339(start_at)}), got {rfc3339(end_at)}")
     jitter = _non_negative(spec.jitter_seconds, "schedule.jitter_seconds")
+    if spec.offset_auto and (spec.type != "every" or spec.exclude or spec.only):
+        raise ValidationError("schedule.offset", "'auto' applies to 'every' schedules without "
+                              "'exclude' or 'only'")
     if spec.type in ("weekly", "monthly") or spec.exclude or spec.only:  # and calendars
         from tickwork.schedules.structured import compile_calendared  # noqa: PLC0415  (it imports this module)
 
@@ -252,7 +290,10 @@ def compile_schedule(spec: ScheduleSpec,
         if offset >= every:
             raise ValidationError("schedule.offset", f"must be less than the interval "
                                   f"({_amount(every)}), got {_amount(offset)}")
-        return EverySchedule(every, offset, start_at, end_at, jitter)
+        if spec.offset_auto and offset:
+            raise ValidationError("schedule.offset", f"is 'auto' or a number of seconds, not "
+                                  f"both (got {_amount(offset)} with auto)")
+        return EverySchedule(every, offset, start_at, end_at, jitter, offset_auto=spec.offset_auto)
     raise ValidationError("schedule", f"unknown schedule type {spec.type!r} "
                           "(expected 'at', 'cron', 'every', 'weekly' or 'monthly')")
 

@@ -93,7 +93,7 @@ function scheduleText(s) {
   const zone = s.timezone && s.timezone !== "UTC" ? ` (${s.timezone})` : "";
   const cals = [s.exclude?.length ? `, except ${s.exclude.join(", ")}` : "", s.only?.length ? `, only ${s.only.join(", ")}` : ""].join("");
   if (s.cron) return `cron ${s.cron}${zone}${cals}`;
-  if (s.every !== undefined) return `every ${duration(s.every)}${s.offset ? ` (offset ${duration(s.offset)})` : ""}${cals}`;
+  if (s.every !== undefined) return `every ${duration(s.every)}${s.offset === "auto" ? " (offset auto)" : s.offset ? ` (offset ${duration(s.offset)})` : ""}${cals}`;
   if (s.at) return `once at ${fmt(s.at)}${cals}`;
   if (s.weekly || s.monthly) return `${s.weekly ? "weekly" : "monthly"} ${JSON.stringify(s.weekly || s.monthly)}${zone}${cals}`;
   return "";
@@ -173,11 +173,14 @@ async function overview() {
   const counts = el("div", { class: "counts" });
   const charts = el("div", { class: "grid" });
   const queues = el("tbody");
+  const retention = el("div");
+  retentionCard().then((card) => retention.replaceChildren(card)).catch(() => {});
   render(el("h1", { text: "Overview" }),
     el("div", { class: "card" }, el("h2", { text: "Runs by state" }), counts),
     charts,
     el("div", { class: "card" }, el("h2", { text: "Queues" }), el("table", {},
-      el("thead", {}, el("tr", {}, ["Queue", "State", "Due now", "Waiting", "Running", ""].map((t) => el("th", { text: t })))), queues)));
+      el("thead", {}, el("tr", {}, ["Queue", "State", "Due now", "Waiting", "Running", "Limits", ""].map((t) => el("th", { text: t })))), queues)),
+    retention);
   async function refresh() {
     const [stats, qs] = await Promise.all([api("GET", "/api/v1/stats"), api("GET", "/api/v1/queues")]);
     const states = ["scheduled", "running", "retrying", "succeeded", "dead", "crashed", "missed", "skipped_overlap", "cancelled"];
@@ -191,12 +194,13 @@ async function overview() {
     queues.replaceChildren(...qs.items.map((q) => el("tr", {},
       el("td", { text: q.name }), el("td", {}, badge(q.paused ? "paused" : "active")),
       el("td", { text: q.due }), el("td", { text: q.waiting }), el("td", { text: q.running }),
+      el("td", {}, el("a", { href: "#/limits", text: limitText(q) })),
       el("td", {}, el("button", { type: "button", text: q.paused ? "Resume" : "Pause", onclick: async (e) => {
         e.target.disabled = true;
         try { await api("POST", `/api/v1/queues/${enc(q.name)}/${q.paused ? "resume" : "pause"}`); } catch (err) { alert(err.message); }
         refresh();
       } })))));
-    if (!qs.items.length) queues.append(el("tr", {}, el("td", { colspan: 6, class: "muted", text: "No queues yet." })));
+    if (!qs.items.length) queues.append(el("tr", {}, el("td", { colspan: 7, class: "muted", text: "No queues yet." })));
   }
   await refresh();
   every(5000, () => refresh().catch(() => {}));
@@ -364,11 +368,13 @@ async function jobForm(ref) {
     every: input("every", { value: s.every !== undefined ? duration(s.every) : "10s", placeholder: "10s, 15m, 1h30m" }),
     at: input("at", { type: "datetime-local", step: 1, value: localAt }),
   };
+  input("offset", { value: s.offset === "auto" ? "auto" : s.offset ? duration(s.offset) : "", placeholder: "0, 30s, or auto (spread by job id)" });
   input("timezone", { value: s.timezone || TZ, list: "zones" });
   const zones = el("datalist", { id: "zones" }, [...new Set([TZ, "UTC", ...(Intl.supportedValuesOf ? Intl.supportedValuesOf("timeZone") : [])])].map((z) => el("option", { value: z })));
   const fields = {
     cron: field("cron", "Cron (5 fields, 6 with seconds first, 7 with a year last)", whenInput.cron),
     every: field("every", "Every", whenInput.every),
+    offset: field("offset", "Offset (optional: a duration, or auto)", f.offset),
     at: field("at", `At (your time zone: ${TZ})`, whenInput.at),
     timezone: field("timezone", "Time zone", f.timezone),
     rule: field("rule", "Rule: {\"weekly\": {...}} or {\"monthly\": {...}} (docs/schedules.md)", f.rule),
@@ -380,7 +386,12 @@ async function jobForm(ref) {
   function baseSchedule() {
     const t = f.type.value;
     if (t === "cron") return { cron: f.cron.value.trim(), timezone: f.timezone.value.trim() || "UTC" };
-    if (t === "every") return { every: /^\d+(\.\d+)?$/.test(f.every.value.trim()) ? Number(f.every.value) : f.every.value.trim() };
+    if (t === "every") {
+      const every = { every: /^\d+(\.\d+)?$/.test(f.every.value.trim()) ? Number(f.every.value) : f.every.value.trim() };
+      const offset = f.offset.value.trim();
+      if (offset) every.offset = /^\d+(\.\d+)?$/.test(offset) ? Number(offset) : offset;
+      return every;
+    }
     if (t === "json") {
       let rule = {};
       try { rule = JSON.parse(f.rule.value); } catch { rule = {}; }
@@ -396,6 +407,7 @@ async function jobForm(ref) {
   }
   function showType() {
     for (const k of ["cron", "every", "at"]) fields[k].hidden = f.type.value !== k;
+    fields.offset.hidden = f.type.value !== "every";
     fields.rule.hidden = f.type.value !== "json";
     fields.timezone.hidden = f.type.value !== "cron" && f.type.value !== "json";
   }
@@ -430,7 +442,7 @@ async function jobForm(ref) {
   }
   f.kind.addEventListener("change", () => { f.payload.value = JSON.stringify(PAYLOADS[f.kind.value], null, 2); });
   f.type.addEventListener("change", () => { showType(); preview(); });
-  for (const k of ["cron", "every", "at", "timezone", "rule", "exclude"]) f[k].addEventListener("input", preview);
+  for (const k of ["cron", "every", "offset", "at", "timezone", "rule", "exclude"]) f[k].addEventListener("input", preview);
   input("name", { value: job?.name || "", required: true, maxlength: 200, autocomplete: "off" });
   input("queue", { value: job?.queue || "default" });
   input("priority", { type: "number", value: job?.priority ?? 0, min: -1000, max: 1000 });
@@ -459,7 +471,7 @@ async function jobForm(ref) {
   el("div", { class: "card" },
     field("name", "Name", f.name),
     el("div", { class: "row" }, field("type", "Schedule", f.type), field("kind", "Kind", f.kind)),
-    fields.cron, fields.every, fields.at, fields.rule, fields.timezone, fields.exclude, zones,
+    fields.cron, fields.every, fields.offset, fields.at, fields.rule, fields.timezone, fields.exclude, zones,
     field("payload", "Payload (JSON)", f.payload),
     el("div", { class: "row" }, field("queue", "Queue", f.queue), field("priority", "Priority", f.priority), field("overlap", "Overlap", f.overlap)),
     el("div", { class: "row" }, field("max_attempts", "Max attempts", f.max_attempts), field("timeout_seconds", "Timeout (s)", f.timeout_seconds)),
@@ -482,6 +494,7 @@ async function route() {
     if (!parts.length) await overview();
     else if (parts[0] === "jobs" && parts.length === 1) await jobsList();
     else if (parts[0] === "new") await jobForm(null);
+    else if (parts[0] === "enqueue") await enqueuePage();
     else if (parts[0] === "jobs" && parts[2] === "edit") await jobForm(parts[1]);
     else if (parts[0] === "jobs" && parts[2] === "runs") await runPage(parts[1], parts[3]);
     else if (parts[0] === "jobs") await jobPage(parts[1]);
@@ -489,6 +502,7 @@ async function route() {
     else if (parts[0] === "calendars" && parts.length === 1) await calendarsPage();
     else if (parts[0] === "calendars") await calendarPage(parts[1]);
     else if (parts[0].startsWith("alerts")) await alertsPage();
+    else if (parts[0] === "limits") await limitsPage();
     else if (parts[0] === "namespaces") await namespacesPage();
     else render(el("h1", { text: "Not found" }));
   } catch (err) {

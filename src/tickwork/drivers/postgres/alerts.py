@@ -20,6 +20,12 @@ from tickwork.drivers.rows import SpecCache
 from tickwork.models import Job
 
 FAR_PAST = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
+FAR_FUTURE = datetime.fromisoformat("9999-01-01T00:00:00+00:00")
+
+
+def _pairs(text: str) -> list[tuple[datetime, str]]:
+    """``[[at, state], ...]`` as JSON text, with its instants read back."""
+    return [(instant(datetime.fromisoformat(at)), state) for at, state in json.loads(text)]
 
 
 def _delivery(row: Any) -> a.AlertDelivery:
@@ -98,11 +104,11 @@ class AlertMethods:
         async with self.pool.transaction() as conn:
             row = await fetch_one(conn, Q["alert_facts"], {
                 "job_id": p.job_id, "recent": max(p.recent, 1),
-                "late_before": late or FAR_PAST, "running_before": running or FAR_PAST})
+                "late_before": late or FAR_PAST, "running_before": running or FAR_PAST,
+                "ended_since": p.ended_since or FAR_FUTURE})
         assert row is not None  # one row, always
-        recent = [(datetime.fromisoformat(at), state) for at, state in json.loads(row["recent"])]
         return a.AlertFacts(
-            recent=[(instant(at), state) for at, state in recent],
+            recent=_pairs(row["recent"]), failed_since=_pairs(row["failed_since"]),
             last_success_at=instant_or_none(row["last_success_at"]),
             late_since=None if late is None else instant_or_none(row["late_since"]),
             running_since=None if running is None else instant_or_none(row["running_since"]))

@@ -103,7 +103,11 @@ class SqliteAlertMethods:
             if p.running_longer_than is not None:
                 running = conn.execute(Q["facts_running"], (p.job_id, to_us(
                     p.now - timedelta(seconds=p.running_longer_than)))).fetchone()["at"]
-            return a.AlertFacts(recent=recent, last_success_at=from_us_or_none(success),
+            failed = [] if p.ended_since is None else [
+                (from_us(r["scheduled_at"]), r["state"]) for r in conn.execute(
+                    Q["facts_failed_since"], (p.job_id, to_us(p.ended_since)))]
+            return a.AlertFacts(recent=recent, failed_since=failed,
+                                last_success_at=from_us_or_none(success),
                                 late_since=from_us_or_none(late),
                                 running_since=from_us_or_none(running))
 

@@ -141,6 +141,12 @@ class AlertConformance:
         assert facts.last_success_at == NOW + seconds(1)
         assert facts.late_since == NOW + seconds(120)
         assert facts.running_since is None
+        assert facts.failed_since == []  # not asked
+        for since, failed in ((NOW + seconds(61), [(NOW + seconds(60), "dead")]),
+                              (NOW + seconds(62), [])):
+            facts = await store.alert_facts(AlertFactsParams(
+                job_id=job.id, now=now, ended_since=since))
+            assert facts.failed_since == failed, since
         await claim_one(store, now)
         facts = await store.alert_facts(AlertFactsParams(
             job_id=job.id, now=now + seconds(100), late_after=60, running_longer_than=60))

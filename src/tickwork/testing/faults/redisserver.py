@@ -15,6 +15,7 @@ import signal
 import socket
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -26,8 +27,11 @@ def free_port() -> int:
 
 
 class PrivateRedis:
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, *, persist: Path | None = None) -> None:
+        """``persist``: a directory for an append-only file synced on every write, so what
+        the server acknowledged survives a kill and restart (a broker, not a dispatch)."""
         self.port = port or free_port()
+        self.persist = persist
         self.proc: asyncio.subprocess.Process | None = None
         self._drain: asyncio.Task[None] | None = None
 
@@ -39,8 +43,10 @@ class PrivateRedis:
         binary = shutil.which("redis-server")
         if binary is None:
             pytest.skip("redis-server is not installed")
+        durable = ["--appendonly", "no"] if self.persist is None else [
+            "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.persist)]
         self.proc = await asyncio.create_subprocess_exec(
-            binary, "--port", str(self.port), "--save", "", "--appendonly", "no",
+            binary, "--port", str(self.port), "--save", "", *durable,
             "--bind", "127.0.0.1", "--maxmemory-policy", "noeviction",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             start_new_session=True)

@@ -32,7 +32,7 @@ from typing import Any
 from tickwork.client import AsyncClient
 from tickwork.drivers.base import OccurrenceListParams
 from tickwork.models import Job, rfc3339
-from tickwork.schedules import compile_schedule
+from tickwork.schedules import compile_schedule, for_job
 from tickwork.testing.faults import ledger
 from tickwork.testing.faults.classify import Execution, Fault, Report, classify
 from tickwork.testing.faults.procs import Proc, base_env, faketime_env
@@ -83,7 +83,7 @@ def expected_of(jobs: Iterable[Job], since: datetime, until: datetime) -> dict[s
     """Every occurrence the definitions produce in [since, until], from tickwork.schedules."""
     out: dict[str, float] = {}
     for job in jobs:
-        schedule = compile_schedule(job.spec.schedule)
+        schedule = for_job(compile_schedule(job.spec.schedule), job.id)
         t = schedule.first_at_or_after(since)
         while t is not None and t <= until:
             out[occurrence_id(job.spec.name, t)] = t.timestamp()

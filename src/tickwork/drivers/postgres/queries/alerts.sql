@@ -57,7 +57,12 @@ SELECT
    JOIN attempts a ON a.job_id = o.job_id AND a.scheduled_at = o.scheduled_at
        AND a.number = o.attempt
    WHERE o.job_id = %(job_id)s AND o.state = 'running'
-     AND a.claimed_at <= %(running_before)s) AS running_since
+     AND a.claimed_at <= %(running_before)s) AS running_since,
+  (SELECT coalesce(json_agg(json_build_array(f.scheduled_at, f.state)), '[]'::json)
+   FROM (SELECT scheduled_at, state FROM occurrences
+         WHERE job_id = %(job_id)s AND state IN ('dead', 'crashed', 'missed')
+           AND coalesce(finished_at, updated_at) >= %(ended_since)s
+         ORDER BY coalesce(finished_at, updated_at) DESC LIMIT 10) f)::text AS failed_since
 
 -- name: alert_jobs
 SELECT * FROM jobs

@@ -32,3 +32,8 @@ DELETE FROM occurrences WHERE ctid IN (
     WHERE finished_at < %(before)s
       AND state IN ('succeeded', 'dead', 'crashed', 'missed', 'skipped_overlap', 'cancelled')
     LIMIT %(limit)s)
+
+-- name: audit_prune
+DELETE FROM audit_log WHERE id IN (
+    SELECT id FROM audit_log WHERE created_at < %(before)s ORDER BY created_at, id
+    LIMIT %(limit)s)

@@ -51,6 +51,12 @@ SELECT scheduled_at, state FROM occurrences
 WHERE job_id = ? AND state IN ('succeeded', 'dead', 'crashed', 'missed')
 ORDER BY scheduled_at DESC LIMIT ?
 
+-- name: facts_failed_since
+SELECT scheduled_at, state FROM occurrences
+WHERE job_id = ? AND state IN ('dead', 'crashed', 'missed')
+  AND coalesce(finished_at, updated_at) >= ?
+ORDER BY coalesce(finished_at, updated_at) DESC LIMIT 10
+
 -- name: facts_last_success
 SELECT max(coalesce(finished_at, updated_at)) AS at FROM occurrences
 WHERE job_id = ? AND state = 'succeeded'
