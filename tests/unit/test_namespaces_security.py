@@ -281,3 +281,21 @@ async def test_alerts_are_listed_for_their_namespace_only(t: Tenants) -> None:
     assert_problem(await t.call("a", "GET", "/api/v1/alerts?job=theirs"), 404)
     every = (await t.call("root", "GET", "/api/v1/alerts")).json()["items"]
     assert sorted(a["job_name"] for a in every) == ["mine", "theirs"]
+
+
+async def test_enqueue_stays_in_the_namespace_and_meets_its_quotas(t: Tenants) -> None:
+    request = {"kind": "http", "payload": {"url": "https://example.org/hook"},
+               "dedupe_key": "order-42"}
+    a = await t.call("a", "POST", "/api/v1/enqueue", json=request)
+    assert a.status_code == 201, a.text
+    assert a.json()["job"]["namespace"] == "a"
+    # The same key in another namespace is another job: a's is neither found nor shown.
+    b = await t.call("b", "POST", "/api/v1/enqueue", json=request)
+    assert (b.status_code, b.json()["created"], b.json()["job"]["namespace"]) == (201, True, "b")
+    again = await t.call("a", "POST", "/api/v1/enqueue", json=request)
+    assert (again.status_code, again.json()["job"]["id"]) == (200, a.json()["job"]["id"])
+    await set_quotas(t, "b", max_jobs=2)
+    bulk = [{"kind": "http", "payload": {"url": "https://example.org/hook"}}] * 2
+    r = await t.call("b", "POST", "/api/v1/enqueue/bulk", json=bulk)
+    assert assert_problem(r, 422)["quota"] == "max_jobs"
+    assert len((await t.call("b", "GET", "/api/v1/jobs")).json()["items"]) == 1
