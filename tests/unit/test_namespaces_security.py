@@ -299,3 +299,14 @@ async def test_enqueue_stays_in_the_namespace_and_meets_its_quotas(t: Tenants) -
     r = await t.call("b", "POST", "/api/v1/enqueue/bulk", json=bulk)
     assert assert_problem(r, 422)["quota"] == "max_jobs"
     assert len((await t.call("b", "GET", "/api/v1/jobs")).json()["items"]) == 1
+
+
+async def test_every_namespace_finds_names_in_default_and_ids_anywhere(t: Tenants) -> None:
+    b = (await t.call("b", "POST", "/api/v1/jobs", json=doc("only-b"))).json()
+    assert_problem(await t.call("root", "GET", "/api/v1/jobs/only-b"), 404)
+    assert (await t.call("root", "GET", f"/api/v1/jobs/{b['id']}")).json()["name"] == "only-b"
+    r = await t.call("root", "GET", "/api/v1/jobs/only-b?namespace=b")
+    assert r.json()["id"] == b["id"]
+    # So a job declared by name in default is created there, never matched to b's.
+    r = await t.call("root", "POST", "/api/v1/jobs", json=doc("only-b"))
+    assert (r.status_code, r.json()["namespace"]) == (201, "default")

@@ -205,8 +205,9 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
                  namespace: str | None = None) -> None:
         self.store = store
         # The namespace this client sees and changes; None (the default): every namespace,
-        # and the jobs it creates go to ``default`` (runs of purged jobs, whose namespace is
-        # gone with them, are listed only here). ``scoped`` gives a view on another one.
+        # and the jobs it creates and the names it looks up are in ``default`` (ids in any;
+        # runs of purged jobs, whose namespace went with them, are listed only here).
+        # ``scoped`` gives a view on another one.
         self.namespace = check_namespace(namespace) if namespace is not None else None
         # Who the audit trail names for changes made through this client, unless a call
         # names someone else (the API names the token): by default the OS user.
@@ -356,9 +357,18 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
 
     async def _job(self, ref: str) -> Job:
         """By id or name; a ref that is not valid Unicode text is a ValidationError, as any
-        other bad input, never an encoding error from the driver."""
+        other bad input, never an encoding error from the driver. A name is looked up in the
+        client's namespace (``default`` for a client of every namespace: an id is found in
+        any)."""
         _check_texts(job=ref)
-        return await self.store.job_get(ref, self.namespace)
+        job = await self.store.job_get(ref, self.namespace)
+        if not self._named_here(job, ref):
+            raise JobNotFound(ref)
+        return job
+
+    def _named_here(self, job: Job, ref: str) -> bool:
+        """Whether ``ref`` names ``job`` for this client: its id, or its name in ``home``."""
+        return job.id == ref or job.namespace == self.home
 
     async def list_jobs(self, *, queue: str | None = None, tag: str | None = None,
                         kind: str | None = None, name_contains: str | None = None,
@@ -594,7 +604,8 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
         try:
             return [await self._job(ref)]
         except JobNotFound:
-            deleted = await self.store.job_get_deleted(ref, self.namespace)
+            deleted = [j for j in await self.store.job_get_deleted(ref, self.namespace)
+                       if self._named_here(j, ref)]
             if not deleted:
                 raise
             return deleted
