@@ -83,6 +83,8 @@ class Settings:
 
     database: str = "sqlite:///tickwork.db"  # sqlite:///path | postgresql://...
     redis: str | None = None
+    # The API's and dashboard's lists and stats read here (a read replica); None: `database`.
+    read_database: str | None = None
     queues: tuple[tuple[str, int], ...] = (("default", DEFAULT_CONCURRENCY),)
     host: str = "127.0.0.1"
     port: int = 8000
@@ -126,6 +128,8 @@ class Settings:
         check_database(self.database)
         if self.redis is not None:
             check_url("redis", self.redis, ("redis", "rediss", "unix"))
+        if self.read_database is not None:
+            check_url("read_database", self.read_database, ("sqlite", "postgresql", "postgres"))
         check_queues(self.queues)
         if not self.host:
             raise ConfigError("host", "must not be empty")
@@ -218,6 +222,7 @@ def load_settings(
 _SETTING_KINDS: dict[str, _Kind] = {
     "database": "str",
     "redis": "optional_str",
+    "read_database": "optional_str",
     "queues": "queues",
     "host": "str",
     "port": "int",
