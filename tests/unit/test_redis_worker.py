@@ -276,6 +276,57 @@ async def test_degraded_mode_claims_from_the_store_and_returns(
         await server.kill()
 
 
+async def test_degraded_mode_serves_the_higher_priority_queue_first(stack: Stack) -> None:
+    """Redis unreachable: the default queue claims nothing until the critical queue, of higher
+    priority, has claimed everything due; then it is woken and claims."""
+    dispatch = RedisDispatch.from_url(f"redis://127.0.0.1:{free_port()}/0",
+                                      prefix=rt.new_prefix())
+    source = RedisClaimSource(store=stack.store, dispatch=dispatch, clock=stack.clock,
+                              worker_id="w2", priorities={"critical": 10, "default": 0})
+    woken: list[str] = []
+    source.start(woken.append)
+    now = stack.clock.now()
+    for queue in ("critical", "default"):
+        for i in range(3):
+            job = await add_job(stack.store, f"{queue}-{i}", now=now, queue=queue)
+            await stack.store.occurrence_insert(OccurrenceInsertParams(
+                occurrences=[new_occurrence(job, now)], now=now))
+    try:
+        assert (await source.claim("default", 2, now)).claims == []  # critical goes first
+        assert source.mode == DEGRADED
+        assert await source.idle_seconds("default", now) == source.probe_seconds
+        assert len((await source.claim("critical", 2, now)).claims) == 2  # maybe more due
+        assert (await source.claim("default", 2, now)).claims == []
+        assert woken == []
+        assert len((await source.claim("critical", 2, now)).claims) == 1  # caught up
+        assert woken == ["default"]
+        default = (await source.claim("default", 2, now)).claims
+        assert len(default) == 2
+        assert {c.occurrence.queue for c in default} == {"default"}
+    finally:
+        await source.stop()
+        await dispatch.close()
+
+
+async def test_without_priorities_degraded_queues_do_not_wait(stack: Stack) -> None:
+    dispatch = RedisDispatch.from_url(f"redis://127.0.0.1:{free_port()}/0",
+                                      prefix=rt.new_prefix())
+    source = RedisClaimSource(store=stack.store, dispatch=dispatch, clock=stack.clock,
+                              worker_id="w2", priorities={"critical": 0, "default": 0})
+    source.start(lambda _q: None)
+    now = stack.clock.now()
+    for queue in ("critical", "default"):
+        job = await add_job(stack.store, f"{queue}-job", now=now, queue=queue)
+        await stack.store.occurrence_insert(OccurrenceInsertParams(
+            occurrences=[new_occurrence(job, now)], now=now))
+    try:
+        assert len((await source.claim("default", 2, now)).claims) == 1
+        assert len((await source.claim("critical", 2, now)).claims) == 1
+    finally:
+        await source.stop()
+        await dispatch.close()
+
+
 async def test_a_retried_run_is_armed_again_and_runs_its_next_attempt(stack: Stack) -> None:
     at = stack.clock.now()
     await stack.client.create_job({

@@ -28,7 +28,8 @@ def serve_options(command: click.decorators.FC) -> click.decorators.FC:
 
 
 QUEUES = setting("--queues", metavar="SPEC", env="TICKWORK_QUEUES",
-                 help="queues and their concurrency, e.g. default:16,mail:4")
+                 help="queues and their concurrency, e.g. default:16,mail:4; a priority after "
+                 "an @ (critical:8@10) serves that queue first when Redis is down")
 WORKER_ID = setting("--worker-id", metavar="NAME", env="TICKWORK_WORKER_ID",
                     help="name this worker in run history")
 

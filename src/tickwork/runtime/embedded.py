@@ -122,7 +122,8 @@ class EmbeddedService(Process):
             return
         await self.dispatch.check_settings()
         self.redis = assemble.scheduler_dispatch(store=self.store, dispatch=self.dispatch,
-                                                 clock=self.clock, metrics=self.metrics)
+                                                 clock=self.clock, metrics=self.metrics,
+                                                 settings=self.settings)
         self.source = assemble.redis_claim_source(
             self.settings, store=self.store, dispatch=self.dispatch, clock=self.clock,
             worker=worker, metrics=self.metrics, on_lost=self.redis.reconciler.notify_lost)
