@@ -308,6 +308,30 @@ async def test_degraded_mode_serves_the_higher_priority_queue_first(stack: Stack
         await dispatch.close()
 
 
+async def test_a_busy_higher_queue_with_nothing_due_does_not_hold_lower_ones(
+        stack: Stack) -> None:
+    """Critical filled its slots with all it had: the store says nothing more is due there,
+    so the default queue claims without waiting for critical's slots to free."""
+    dispatch = RedisDispatch.from_url(f"redis://127.0.0.1:{free_port()}/0",
+                                      prefix=rt.new_prefix())
+    source = RedisClaimSource(store=stack.store, dispatch=dispatch, clock=stack.clock,
+                              worker_id="w2", priorities={"critical": 10, "default": 0})
+    source.start(lambda _q: None)
+    now = stack.clock.now()
+    for i, queue in enumerate(("critical", "critical", "default")):
+        job = await add_job(stack.store, f"job-{i}", now=now, queue=queue)
+        await stack.store.occurrence_insert(OccurrenceInsertParams(
+            occurrences=[new_occurrence(job, now)], now=now))
+    try:
+        assert len((await source.claim("critical", 2, now)).claims) == 2  # Redis is down
+        assert source.mode == DEGRADED
+        (claim,) = (await source.claim("default", 2, now)).claims
+        assert claim.occurrence.queue == "default"
+    finally:
+        await source.stop()
+        await dispatch.close()
+
+
 async def test_without_priorities_degraded_queues_do_not_wait(stack: Stack) -> None:
     dispatch = RedisDispatch.from_url(f"redis://127.0.0.1:{free_port()}/0",
                                       prefix=rt.new_prefix())

@@ -4,8 +4,9 @@ With Redis unreachable, every worker claims straight from the store, and the sto
 bottleneck. A worker then serves its queues in priority order (``queue_priorities``): a queue
 claims only while no queue of higher priority is *behind*. A queue is behind when its last
 claim filled every slot it asked for (more may be due) and it has not yet come back with fewer;
-it catches up when a claim returns fewer than it asked for. A queue held back is told to look
-again (``wake``) as soon as the queues above it have caught up.
+it catches up when a claim returns fewer than it asked for, or when the store says it has
+nothing due (its slots may all be busy with what it claimed last). A queue held back is told
+to look again (``wake``) as soon as the queues above it have caught up.
 
 Queues of equal priority never hold each other back, so with no priorities set (all 0) nothing
 changes. The order is strict: while a critical queue has more due work than slots, queues
@@ -37,6 +38,11 @@ class PriorityGate:
         """Whether ``queue`` was held back and waits for a wake-up."""
         return queue in self._held
 
+    def behind_above(self, queue: str) -> list[str]:
+        """The queues of higher priority than ``queue`` that are behind."""
+        mine = self.priority(queue)
+        return sorted(q for q in self._behind if self.priority(q) > mine)
+
     def may_claim(self, queue: str) -> bool:
         """Whether ``queue`` may claim now: no queue of higher priority is behind."""
         mine = self.priority(queue)
@@ -51,7 +57,11 @@ class PriorityGate:
         and wake the queues held back that may claim now."""
         if got >= asked > 0:
             self._behind.add(queue)
-            return
+        else:
+            self.caught_up(queue, wake)
+
+    def caught_up(self, queue: str, wake: Callable[[str], None]) -> None:
+        """``queue`` has nothing due left: wake the queues held back that may claim now."""
         if queue not in self._behind:
             return
         self._behind.discard(queue)

@@ -185,7 +185,12 @@ class RedisClaimSource:
     async def _claim_stored(self, queue: str, free: int, now: datetime) -> ClaimResult:
         """Degraded mode: from the store, unless a queue of higher priority is behind."""
         if not self.gate.may_claim(queue):
-            return ClaimResult(claims=[])
+            for above in self.gate.behind_above(queue):  # busy, but with nothing more due?
+                next_due = await self.store.occurrence_next_due(above, now)
+                if next_due is None or next_due > now:
+                    self.gate.caught_up(above, self._wake)
+            if not self.gate.may_claim(queue):
+                return ClaimResult(claims=[])
         result = await self.sql.claim(queue, free, now)
         self.gate.claimed(queue, free, len(result.claims), self._wake)
         return result
