@@ -174,6 +174,22 @@ async def test_w4_on_postgres_and_redis(postgres_admin: str,
     assert [k.split("-")[0] for k in cpu["ms_per_execution_by_process"]].count("worker") == 1
 
 
+async def test_pgcost_counts_what_one_execution_writes(postgres_admin: str) -> None:
+    """Rows per execution are counts the code decides (an occurrence inserted and updated
+    twice, an attempt inserted and updated once, the job's next run moved once)."""
+    result = await bench("pgcost", "--jobs", "100", "--every", "5", "--duration", "5",
+                         "--database", postgres_admin, "--workers", "1", timeout=150)
+    assert (result["expected"], result["executed"], result["lost"]) == (100, 100, 0)
+    rows = result["per_execution"]["rows"]
+    assert rows["occurrences"]["inserted"] == 1.0
+    assert rows["occurrences"]["updated"] == 2.0
+    assert rows["jobs"]["updated"] == 1.0
+    (attempts,) = [v for k, v in rows.items() if k.startswith("attempts")]
+    assert (attempts["inserted"], attempts["updated"]) == (1.0, 1.0)
+    assert result["per_execution"]["wal_bytes"] > 0
+    assert result["creation"]["per_job"]["rows"]["jobs"]["inserted"] == 1.0
+
+
 def test_redis_is_passed_to_every_process(tmp_path: Path) -> None:
     d = deploy.Deployment(database=pg.DEFAULT_ADMIN_URL, workdir=tmp_path,
                           redis="redis://127.0.0.1:6379/0", schedulers=2, workers=3)

@@ -45,9 +45,11 @@ def offset_of(i: int, jobs: int, every: float) -> float:
     return round(every * i / jobs, 3)
 
 
-def schedule_of(i: int, jobs: int, every: float, anchor: datetime) -> dict[str, Any]:
+def schedule_of(i: int, jobs: int, every: float, anchor: datetime,
+                end_at: datetime | None = None) -> dict[str, Any]:
     return {"every": f"{every:g}s", "start_at": anchor.isoformat(),
-            "offset": offset_of(i, jobs, every)}
+            "offset": offset_of(i, jobs, every),
+            **({"end_at": end_at.isoformat()} if end_at is not None else {})}
 
 
 def ticks(schedule: EverySchedule, start: datetime, end: datetime) -> list[datetime]:
@@ -61,14 +63,14 @@ def ticks(schedule: EverySchedule, start: datetime, end: datetime) -> list[datet
     return out
 
 
-async def create(bench: Bench, jobs: int, every: float,
-                 anchor: datetime) -> tuple[list[str], float]:
+async def create(bench: Bench, jobs: int, every: float, anchor: datetime,
+                 end_at: datetime | None = None) -> tuple[list[str], float]:
     """The jobs, a batch of documents at a time through the bulk path; their ids in order."""
     ids: list[str] = []
     took = 0.0
     bench.progress.total = jobs
     for first in range(0, jobs, CREATE_BATCH):
-        docs = [bench.recurring(f"w4-{i}", schedule_of(i, jobs, every, anchor))
+        docs = [bench.recurring(f"w4-{i}", schedule_of(i, jobs, every, anchor, end_at))
                 for i in range(first, min(jobs, first + CREATE_BATCH))]
         created, seconds = await bench.create(docs)
         took += seconds

@@ -208,6 +208,22 @@ async def w4(**params: Any) -> int:
     return await run_bench(_namespace("w4", params))
 
 
+@bench.command("pgcost", epilog=examples(
+    "tickwork bench pgcost --database postgresql://postgres@127.0.0.1:5433/postgres",
+    "tickwork bench pgcost --database postgresql://... --redis redis://... --json"))
+@_common
+@click.option("--jobs", type=POSITIVE, default=2000, show_default=True,
+              help="how many interval jobs")
+@click.option("--every", type=click.FloatRange(min=1.0), default=10.0, show_default=True,
+              metavar="SECONDS", help="their interval; offsets spread evenly over it")
+@click.option("--duration", type=POSITIVE, default=30, show_default=True,
+              help="seconds of ticks measured (the jobs end after it)")
+async def pgcost(**params: Any) -> int:
+    """What one execution costs PostgreSQL: WAL bytes, rows per table, statements (a count,
+    not a speed; run it on a server nothing else writes to)."""
+    return await run_bench(_namespace("pgcost", params))
+
+
 @bench.command("http", epilog=examples(
     "tickwork bench http",
     "tickwork bench http --requests 5000 --concurrency 32 --clients aiohttp,executor --json"))
@@ -319,6 +335,10 @@ async def _workload(args: argparse.Namespace, bench: Any) -> dict[str, Any]:
         return await run_w2(bench, profile, plot=args.plot)
     if args.workload == "publish":
         return await _publish(args, bench)
+    if args.workload == "pgcost":
+        from tickwork.bench.pgcost import run_pgcost  # noqa: PLC0415
+
+        return await run_pgcost(bench, jobs=args.jobs, duration=args.duration, every=args.every)
     if args.workload == "w4":
         from tickwork.bench.w4 import run_w4  # noqa: PLC0415
 
