@@ -25,10 +25,10 @@ from tickwork.config.checks import (
     check_executors,
     check_less,
     check_logs,
+    check_other_stores,
     check_processes,
     check_queues,
     check_shard_lease,
-    check_url,
     format_seconds,
     parse_address,
 )
@@ -136,10 +136,7 @@ class Settings:
     def validate(self) -> None:
         """Raise ConfigError for the first value out of bounds or in conflict with another."""
         check_database(self.database)
-        if self.redis is not None:
-            check_url("redis", self.redis, ("redis", "rediss", "unix"))
-        if self.read_database is not None:
-            check_url("read_database", self.read_database, ("sqlite", "postgresql", "postgres"))
+        check_other_stores(self.redis, self.read_database)
         check_queues(self.queues)
         check_priorities(self.queue_priorities)
         if not self.host:

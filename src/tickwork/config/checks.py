@@ -67,6 +67,14 @@ def check_database(url: str) -> None:
         raise ConfigError("database", "must be sqlite:///PATH, with three slashes and a path")
 
 
+def check_other_stores(redis: str | None, read_database: str | None) -> None:
+    """Redis' URL, and the read replica's (``read_database``), when set."""
+    if redis is not None:
+        check_url("redis", redis, ("redis", "rediss", "unix"))
+    if read_database is not None:
+        check_url("read_database", read_database, ("sqlite", "postgresql", "postgres"))
+
+
 def check_queues(queues: tuple[tuple[str, Any], ...]) -> None:
     if not queues:
         raise ConfigError("queues", "must name at least one queue, e.g. 'default:16,mail:4'")
