@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import httpx
 import pytest
@@ -23,6 +24,7 @@ from tickwork.errors import ConfigError, NotMigrated
 from tickwork.metrics import Metrics
 from tickwork.runtime.api import ApiProcess
 from tickwork.runtime.client import read_client_for
+from tickwork.runtime.embedded import EmbeddedService
 from tickwork.testing import postgres as pg
 from tickwork.testing.harness import START
 
@@ -131,6 +133,28 @@ async def test_the_api_process_serves_lists_from_read_database(
         await process.stop()
     assert names(listed) == ["replica-job"]
     assert one.status_code == 200
+
+
+async def test_tickwork_run_serves_lists_from_read_database(tmp_path: Path) -> None:
+    """``tickwork run --read-database``: the embedded service's API reads its lists there."""
+    replica_url = f"sqlite:///{tmp_path}/replica.db"
+    replica = await AsyncClient.open(replica_url)
+    try:
+        await replica.create_job({**DOC, "name": "replica-job"})
+    finally:
+        await replica.close()
+    service = EmbeddedService(Settings(database=f"sqlite:///{tmp_path}/main.db",
+                                       read_database=replica_url, port=0, open_access=True))
+    await service.start()
+    try:
+        assert service.api is not None
+        async with httpx.AsyncClient(base_url=service.api.url) as http:
+            assert (await http.post("/api/v1/jobs", json=DOC)).status_code == 201
+            listed = await http.get("/api/v1/jobs")
+    finally:
+        await service.stop()
+    assert names(listed) == ["replica-job"]
+    assert service.reader is None  # closed with the service
 
 
 async def test_an_unmigrated_read_database_is_refused(postgres_url: str) -> None:
