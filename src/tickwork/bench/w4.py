@@ -163,9 +163,9 @@ async def expect_ticks(tally: Tally, ids: list[str], *, every: float, anchor: da
 
 async def store_counts(d: Deployment, tag: str, start: datetime, end: datetime,
                        expected: int) -> dict[str, Any]:
-    """The window's occurrences by the store's attempts (PostgreSQL; None on SQLite)."""
+    """The window's occurrences by the store's attempts (PostgreSQL only)."""
     if not is_postgres(d.url):
-        return {"checked": False}
+        return {"checked": False, "why": "the store's count is read on PostgreSQL only"}
     return await asyncio.to_thread(_store_counts, d.url, tag, start, end, expected)
 
 
