@@ -54,7 +54,8 @@ def check_url(name: str, value: str, schemes: tuple[str, ...]) -> None:
     if not sep or scheme.lower() not in schemes:
         # Only the scheme is echoed: the rest of a URL may hold a password.
         got = f"a {scheme!r} URL" if sep else "no scheme"
-        examples = {"database": "sqlite:///PATH or postgresql://...", "redis": "redis://..."}
+        examples = {"database": "sqlite:///PATH or postgresql://...", "redis": "redis://...",
+                    "read_database": "postgresql://... (or sqlite:///PATH)"}
         raise ConfigError(name, f"must be {examples[name]} (got {got})")
 
 
@@ -64,6 +65,14 @@ def check_database(url: str) -> None:
         return
     if not url.startswith("sqlite:///") or url == "sqlite:///":
         raise ConfigError("database", "must be sqlite:///PATH, with three slashes and a path")
+
+
+def check_other_stores(redis: str | None, read_database: str | None) -> None:
+    """Redis' URL, and the read replica's (``read_database``), when set."""
+    if redis is not None:
+        check_url("redis", redis, ("redis", "rediss", "unix"))
+    if read_database is not None:
+        check_url("read_database", read_database, ("sqlite", "postgresql", "postgres"))
 
 
 def check_queues(queues: tuple[tuple[str, Any], ...]) -> None:

@@ -31,6 +31,7 @@ from tickwork.executors.admission import JobPolicy
 from tickwork.metrics import REDIS, DispatchMode
 from tickwork.runtime import assemble
 from tickwork.runtime.base import Process, Stoppable
+from tickwork.runtime.client import read_client_for
 from tickwork.runtime.lock import FileLock
 from tickwork.scheduler.alert_delivery import AlertDeliverer
 from tickwork.scheduler.alerts import AlertEvaluator
@@ -62,6 +63,7 @@ class EmbeddedService(Process):
         self.metrics.dispatch = DispatchMode(REDIS if settings.redis else self.driver.name)
         self.lock = FileLock.for_database(settings.database, self.driver)
         self.client: AsyncClient | None = None  # made at start, with what it must know
+        self.reader: AsyncClient | None = None  # read_database's, for the API's lists and stats
         self.planner: Planner | None = None
         self.rescuer: Rescuer | None = None
         self.alerts: tuple[AlertEvaluator, AlertDeliverer] | None = None
@@ -120,7 +122,8 @@ class EmbeddedService(Process):
             return
         await self.dispatch.check_settings()
         self.redis = assemble.scheduler_dispatch(store=self.store, dispatch=self.dispatch,
-                                                 clock=self.clock, metrics=self.metrics)
+                                                 clock=self.clock, metrics=self.metrics,
+                                                 settings=self.settings)
         self.source = assemble.redis_claim_source(
             self.settings, store=self.store, dispatch=self.dispatch, clock=self.clock,
             worker=worker, metrics=self.metrics, on_lost=self.redis.reconciler.notify_lost)
@@ -149,6 +152,11 @@ class EmbeddedService(Process):
         finally:
             self.lock.release()
             self._stopped.set()
+
+    async def _stop_more(self) -> None:
+        if self.reader is not None:
+            await self.reader.close()
+            self.reader = None
 
     # -- jobs declared in code or handed in --------------------------------------------------
 
@@ -196,9 +204,10 @@ class EmbeddedService(Process):
 
         s = self.settings
         assert self.client is not None
+        self.reader = await read_client_for(s)
         app = create_app(self.client, open_access=s.open_access, allowed_hosts=[s.host],
                          metrics=self.metrics, access_log=s.access_log,
-                         retention=retention_of(s))
+                         retention=retention_of(s), read_client=self.reader)
         self.http = ApiServer(app, host=s.host, port=s.port)
         await self.http.start()
         if s.open_access:
