@@ -27,8 +27,8 @@ from tickwork.config.checks import (
     check_logs,
     check_processes,
     check_queues,
+    check_redis,
     check_shard_lease,
-    check_url,
     format_seconds,
     parse_address,
 )
@@ -119,7 +119,7 @@ class Settings:
         """Raise ConfigError for the first value out of bounds or in conflict with another."""
         check_database(self.database)
         if self.redis is not None:
-            check_url("redis", self.redis, ("redis", "rediss", "unix"))
+            check_redis(self.redis)
         check_queues(self.queues)
         if not self.host:
             raise ConfigError("host", "must not be empty")

@@ -15,6 +15,7 @@ from typing import Any
 
 from tickwork.document import QUEUE_NAME, QUEUE_NAME_RULE
 from tickwork.drivers import SQLITE, backend_of
+from tickwork.drivers.redis_url import parse_redis_url
 from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors.base import ExecutorSettings
 from tickwork.executors.email import check_settings as check_smtp_settings
@@ -64,6 +65,14 @@ def check_database(url: str) -> None:
         return
     if not url.startswith("sqlite:///") or url == "sqlite:///":
         raise ConfigError("database", "must be sqlite:///PATH, with three slashes and a path")
+
+
+def check_redis(url: str) -> None:
+    """One server, a Redis Cluster or a Sentinel-managed master (docs/redis.md)."""
+    try:
+        parse_redis_url(url)
+    except ValueError as exc:
+        raise ConfigError("redis", str(exc)) from None
 
 
 def check_queues(queues: tuple[tuple[str, Any], ...]) -> None:

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from tickwork.drivers.dispatch import (
@@ -41,6 +40,7 @@ from tickwork.drivers.dispatch import (
     QueueStatsParams,
     StreamTrimParams,
 )
+from tickwork.drivers.redis.connect import RedisClient, decodes_responses, open_client
 from tickwork.drivers.redis.errors import translate
 from tickwork.drivers.redis.keys import (
     DEFAULT_BAND_FLOORS,
@@ -78,7 +78,7 @@ class RedisDispatch:
 
     def __init__(
         self,
-        client: Redis,
+        client: RedisClient,
         *,
         prefix: str = DEFAULT_PREFIX,
         band_floors: tuple[int, ...] = DEFAULT_BAND_FLOORS,
@@ -88,7 +88,7 @@ class RedisDispatch:
     ) -> None:
         """``fair_every``: every n-th read of a queue starts at a lower band (rotating), so a
         busy high band cannot starve the others for ever; 0 reads strictly by priority."""
-        if not client.connection_pool.connection_kwargs.get("decode_responses"):
+        if not decodes_responses(client):
             raise ValueError("RedisDispatch needs a client made with decode_responses=True")
         if dead_maxlen < 1:
             raise ValueError(f"dead_maxlen ({dead_maxlen}) must be at least 1")
@@ -108,10 +108,11 @@ class RedisDispatch:
     def from_url(cls, url: str, *, block_ms: int = 1000, **options: Any) -> RedisDispatch:
         """A RedisDispatch on a client of its own. The socket timeout outlasts a blocking read
         of ``block_ms``, so a hung Redis (stopped, partitioned) surfaces as
-        DispatchUnavailable instead of a hang."""
-        client = Redis.from_url(url, decode_responses=True, socket_connect_timeout=2,
-                                socket_timeout=max(2.0, block_ms / 1000 + 1.0),
-                                health_check_interval=30)
+        DispatchUnavailable instead of a hang. ``url`` may name one server, a Redis Cluster
+        or a Sentinel-managed master (``tickwork.drivers.redis_url``)."""
+        client = open_client(url, socket_connect_timeout=2,
+                             socket_timeout=max(2.0, block_ms / 1000 + 1.0),
+                             health_check_interval=30)
         return cls(client, owns_client=True, **options)
 
     async def close(self) -> None:

@@ -26,8 +26,14 @@ def free_port() -> int:
 
 
 class PrivateRedis:
-    def __init__(self, port: int | None = None) -> None:
+    """``args``: more ``redis-server`` arguments (a cluster node's, a replica's); with
+    ``sentinel``, a sentinel reading the config file ``args[0]``."""
+
+    def __init__(self, port: int | None = None, args: tuple[str, ...] = (),
+                 *, sentinel: bool = False) -> None:
         self.port = port or free_port()
+        self.args = args
+        self.sentinel = sentinel
         self.proc: asyncio.subprocess.Process | None = None
         self._drain: asyncio.Task[None] | None = None
 
@@ -39,13 +45,17 @@ class PrivateRedis:
         binary = shutil.which("redis-server")
         if binary is None:
             pytest.skip("redis-server is not installed")
+        argv = ([*self.args[:1], "--sentinel", "--port", str(self.port), *self.args[1:]]
+                if self.sentinel else
+                ["--port", str(self.port), "--save", "", "--appendonly", "no",
+                 "--bind", "127.0.0.1", "--maxmemory-policy", "noeviction", *self.args])
         self.proc = await asyncio.create_subprocess_exec(
-            binary, "--port", str(self.port), "--save", "", "--appendonly", "no",
-            "--bind", "127.0.0.1", "--maxmemory-policy", "noeviction",
+            binary, *argv,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             start_new_session=True)
         assert self.proc.stdout is not None
-        while b"Ready to accept connections" not in (line := await asyncio.wait_for(
+        ready = b"Sentinel ID is" if self.sentinel else b"Ready to accept connections"
+        while ready not in (line := await asyncio.wait_for(
                 self.proc.stdout.readline(), 10)):
             assert line, "redis-server exited at start"
         self._drain = asyncio.create_task(self._read_rest(self.proc))
