@@ -51,7 +51,7 @@ async def _ask(port: int, *command: str) -> str:
     """A CLUSTER subcommand's reply text (redis-py parses no CLUSTER reply of a plain client)."""
     client = Redis(port=port, decode_responses=True, socket_connect_timeout=1, socket_timeout=2)
     try:
-        return str(await client.execute_command(*command))
+        return str(await client.execute_command(*command))  # type: ignore[no-untyped-call]
     finally:
         await client.aclose()
 

@@ -91,6 +91,7 @@ class PrivateSentinel:
             client = _client(s.port)
             try:
                 state = await client.sentinel_master(MASTER)
+                assert isinstance(state, dict)
             finally:
                 await client.aclose()
             if int(state.get("num-slaves", 0)) < 1 or int(
@@ -110,7 +111,7 @@ class PrivateSentinel:
                 continue
             finally:
                 await client.aclose()
-            if host_port:
+            if isinstance(host_port, tuple | list):
                 return int(host_port[1])
         raise AssertionError("no sentinel answers")
 
