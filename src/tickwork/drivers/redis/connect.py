@@ -20,12 +20,28 @@ from tickwork.drivers.redis_url import CLUSTER, SENTINEL, parse_redis_url
 RedisClient = Redis | RedisCluster
 
 
+class SentinelMaster(Redis):
+    """The master's client; closing it closes the clients of the sentinels that named it."""
+
+    discovery: Sentinel | None = None  # not "sentinel": Redis has a SENTINEL command method
+
+    async def aclose(self, close_connection_pool: bool | None = None) -> None:
+        await super().aclose(close_connection_pool)
+        if self.discovery is not None:
+            for client in self.discovery.sentinels:
+                await client.aclose()
+
+
 def open_client(url: str, **options: Any) -> RedisClient:
     """``options`` go to every data connection (socket_timeout, socket_connect_timeout,
     health_check_interval, ...); ``decode_responses`` is always on."""
     target = parse_redis_url(url)
     options = {**options, "decode_responses": True}
     if target.kind == CLUSTER:
+        # redis-py 8.1's cluster client breaks new connections opened side by side when health
+        # checks are on ('NoneType' has no 'writelines'); it replaces a dead connection on the
+        # error instead, and re-reads the slot map.
+        options.pop("health_check_interval", None)
         return RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in target.nodes],
                             username=target.username, password=target.password,
                             ssl=target.ssl, **options)
@@ -34,9 +50,10 @@ def open_client(url: str, **options: Any) -> RedisClient:
                             if k in ("socket_timeout", "socket_connect_timeout")}
         sentinel = Sentinel(  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
             list(target.nodes), sentinel_kwargs=sentinel_options)
-        client: Redis = sentinel.master_for(
-            target.master, db=target.db, username=target.username,
-            password=target.password, ssl=target.ssl, **options)
+        client: SentinelMaster = sentinel.master_for(
+            target.master, redis_class=SentinelMaster, db=target.db,
+            username=target.username, password=target.password, ssl=target.ssl, **options)
+        client.discovery = sentinel
         return client
     return Redis.from_url(url, **options)
 
