@@ -38,10 +38,6 @@ def open_client(url: str, **options: Any) -> RedisClient:
     target = parse_redis_url(url)
     options = {**options, "decode_responses": True}
     if target.kind == CLUSTER:
-        # redis-py 8.1's cluster client breaks new connections opened side by side when health
-        # checks are on ('NoneType' has no 'writelines'); it replaces a dead connection on the
-        # error instead, and re-reads the slot map.
-        options.pop("health_check_interval", None)
         return RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in target.nodes],
                             username=target.username, password=target.password,
                             ssl=target.ssl, **options)
