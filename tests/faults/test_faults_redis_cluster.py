@@ -14,6 +14,7 @@ CI-sized by default; TICKWORK_FAULTS_FULL=1 runs more jobs and longer windows.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -36,7 +37,9 @@ TICKS = 20 if full() else 6  # jobs ticking every second
 BURST = 1000 if full() else 120  # one-offs due in one second near the kill
 AFTER = 10  # seconds of ticks after the kill
 PROMOTED_WITHIN = 30.0
+SHARD_DOWN = 4.0  # seconds a whole shard stays down
 DEGRADED = "DEGRADED MODE"
+REBUILT = r"queue default reconciled \((epoch|outage|nogroup|empty)\): \d+ waiting in the store"
 BACK = "leaving degraded mode"
 DUE_KEY = Keyspace().due("default")  # the processes' default prefix and queue
 
@@ -121,6 +124,42 @@ async def test_cluster_master_killed_its_replica_takes_over(
 
         took, _ = await kill_master_mid_run(run, kill, promoted)
     assert took < PROMOTED_WITHIN
+
+
+async def test_cluster_shard_lost_whole_the_reconciler_rebuilds_it(
+        tmp_path: Path, postgres_url: str, cluster: PrivateCluster) -> None:
+    """The master owning the queue and its replica die together and come back empty: the
+    cluster is down meanwhile (every process degraded), and after it the queue's keys are
+    gone. The reconciler re-adds the store's waiting occurrences; nothing is lost."""
+    async with FaultRun(tmp_path, postgres_url, name="cluster: a whole shard restarted empty",
+                        redis=cluster.url) as run:
+        s1 = run.scheduler("s1")
+        w1, w2 = run.worker("w1", "default:16"), run.worker("w2", "default:16")
+        await run.start(s1, w1, w2)
+        t0 = next_second(after=2)
+        kill_in = 3 + run.rng.uniform(-0.5, 1.0)
+        window = kill_in + SHARD_DOWN + AFTER
+        # The burst is due while the shard is down: only the store knows of it then.
+        jobs = await run.create(workload(run, t0, window, t0 + timedelta(
+            seconds=round(kill_in) + 1)))
+        run.expect(jobs, t0, t0 + timedelta(seconds=window))
+        await run.pause(until_then(t0) + kill_in)
+        shard, at = await cluster.kill_shard_of(DUE_KEY)
+        run.record_outage("kill -9 a master and its replica", at, at + SHARD_DOWN)
+        await run.pause(at + SHARD_DOWN - time.time())
+        healthy = await cluster.restart(shard)
+        await run.settle(lambda: s1.seen_at(REBUILT, at) is not None, within=30,
+                         what="the reconciler's rebuild of the queue")
+        await run.settle(run.all_settled, within=window + 40)
+        codes = await asyncio.gather(*(run.stop_cleanly(p) for p in (s1, w1, w2) if p.running))
+        assert codes == [0] * len(codes), "every process stops cleanly"
+        report = await run.check()
+    rebuilt = [line for t, line in zip(s1.stamps, s1.lines, strict=True)
+               if t >= at and re.search(REBUILT, line)]
+    print(f"  cluster healthy {healthy - at:.2f}s after the kill; {rebuilt[0].strip()}; "
+          f"{len(report.explained)} explained duplicates")
+    assert all(w.seen_at(DEGRADED, at) is not None for w in (w1, w2)), \
+        "with the cluster down, both workers claimed from the store"
 
 
 async def test_sentinel_master_killed_the_replica_is_promoted(

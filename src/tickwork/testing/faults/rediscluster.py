@@ -158,6 +158,31 @@ class PrivateCluster:
         master = await self.master_of(key)
         return master, await master.kill()
 
+    async def shard_of(self, key: str) -> list[PrivateRedis]:
+        """The master serving ``key`` and its replicas."""
+        master = await self.master_of(key)
+        topology = await self.topology()
+        master_id = topology[str(master.port)]["id"]
+        replicas = [n for n in self.nodes if topology.get(str(n.port), {}).get(
+            "master_id") == master_id]
+        return [master, *replicas]
+
+    async def kill_shard_of(self, key: str) -> tuple[list[PrivateRedis], float]:
+        """``kill -9`` the master serving ``key`` and its replicas at once: its slots have no
+        node left, and the cluster answers CLUSTERDOWN; returns them and when they died."""
+        shard = await self.shard_of(key)
+        at = time.time()
+        await asyncio.gather(*(n.kill() for n in shard))
+        return shard, at
+
+    async def restart(self, nodes: list[PrivateRedis], within: float = 30) -> float:
+        """Start killed nodes again, empty (no persistence) but with their cluster config
+        (``nodes-<port>.conf``): they rejoin with their slots. Returns when the cluster was
+        healthy again."""
+        await asyncio.gather(*(n.start() for n in nodes))
+        await self.wait_healthy(within)
+        return time.time()
+
     async def wait_promoted(self, key: str, old: PrivateRedis, within: float = 30) -> float:
         """Wait until a live node other than ``old`` serves ``key`` and the cluster is ok;
         returns when that was seen."""
