@@ -55,7 +55,7 @@ def check_url(name: str, value: str, schemes: tuple[str, ...]) -> None:
     if not sep or scheme.lower() not in schemes:
         # Only the scheme is echoed: the rest of a URL may hold a password.
         got = f"a {scheme!r} URL" if sep else "no scheme"
-        examples = {"database": "sqlite:///PATH or postgresql://...", "redis": "redis://..."}
+        examples = {"database": "sqlite:///PATH or postgresql://..."}
         raise ConfigError(name, f"must be {examples[name]} (got {got})")
 
 
