@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
+from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 
@@ -171,3 +172,23 @@ async def test_health_on_a_cluster(cluster_dispatch: RedisDispatch) -> None:
     health = await cluster_dispatch.health()
     assert health.ok, health.problems
     assert health.maxmemory_policy == "noeviction"
+
+
+async def test_health_names_a_node_that_may_evict(
+        redis_cluster: PrivateCluster, cluster_dispatch: RedisDispatch) -> None:
+    """Every master is asked, not only the one a command happens to reach."""
+    d = cluster_dispatch
+    masters = {(await redis_cluster.master_of(d.keys.due(q))).port for q in QUEUES}
+    port = max(masters)
+    node = Redis(port=port, decode_responses=True)
+    try:
+        await node.config_set("maxmemory-policy", "allkeys-lru")
+        health = await d.health()
+    finally:
+        await node.config_set("maxmemory-policy", "noeviction")
+        await node.aclose()
+    assert health.ok
+    assert health.maxmemory_policy == "allkeys-lru"
+    assert [p for p in health.problems if "allkeys-lru" in p] == [
+        f"maxmemory-policy is 'allkeys-lru' on 127.0.0.1:{port}: Redis may evict due keys "
+        "and stream entries under memory pressure; use noeviction"]

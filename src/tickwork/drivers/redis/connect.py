@@ -54,6 +54,27 @@ def open_client(url: str, **options: Any) -> RedisClient:
     return Redis.from_url(url, **options)
 
 
+async def ping(client: RedisClient) -> None:
+    """PING; on a cluster every master, so a slot without a live master fails the probe."""
+    if isinstance(client, RedisCluster):
+        await client.ping(target_nodes=RedisCluster.PRIMARIES)
+    else:
+        await client.ping()
+
+
+async def maxmemory_policies(client: RedisClient) -> dict[str, str | None]:
+    """``maxmemory-policy`` per node ("" for one server); on a cluster every node the client
+    knows: the masters, and the replicas that CLUSTER SLOTS lists (Redis 7 lists a replica
+    once it has replicated something)."""
+    name = "maxmemory-policy"
+    if not isinstance(client, RedisCluster):
+        return {"": (await client.config_get(name)).get(name)}
+    replies: dict[Any, Any] = await client.config_get(name, target_nodes=RedisCluster.ALL_NODES)
+    if name in replies:  # one node answered: redis-py returns its reply alone
+        return {"": replies[name]}
+    return {str(node): (reply or {}).get(name) for node, reply in replies.items()}
+
+
 def decodes_responses(client: RedisClient) -> bool:
     return bool(client.get_encoder().decode_responses)
 

@@ -40,7 +40,13 @@ from tickwork.drivers.dispatch import (
     QueueStatsParams,
     StreamTrimParams,
 )
-from tickwork.drivers.redis.connect import RedisClient, decodes_responses, open_client
+from tickwork.drivers.redis.connect import (
+    RedisClient,
+    decodes_responses,
+    maxmemory_policies,
+    open_client,
+    ping,
+)
 from tickwork.drivers.redis.errors import translate
 from tickwork.drivers.redis.keys import (
     DEFAULT_BAND_FLOORS,
@@ -336,18 +342,21 @@ class RedisDispatch:
         policy: str | None = None
         try:
             with translate("ping"):
-                await self.client.ping()
+                await ping(self.client)
         except ConnectionError as exc:
             return RedisHealth(ok=False, problems=(str(exc),))
         try:
             with translate("config_get"):
-                policy = (await self.client.config_get("maxmemory-policy")).get(
-                    "maxmemory-policy")
+                policies = await maxmemory_policies(self.client)
         except Exception as exc:  # managed Redis often disables CONFIG; not fatal
             problems.append(f"cannot read maxmemory-policy ({exc})")
-        if policy is not None and policy != "noeviction":
-            problems.append(f"maxmemory-policy is {policy!r}: Redis may evict due keys and "
-                            "stream entries under memory pressure; use noeviction")
+            policies = {}
+        bad = {node: p for node, p in policies.items() if p is not None and p != "noeviction"}
+        policy = next(iter(bad.values()), next(iter(policies.values()), None))
+        for node, p in bad.items():
+            problems.append(f"maxmemory-policy is {p!r}{f' on {node}' if node else ''}: Redis "
+                            "may evict due keys and stream entries under memory pressure; "
+                            "use noeviction")
         return RedisHealth(ok=True, problems=tuple(problems), maxmemory_policy=policy)
 
     async def check_settings(self) -> RedisHealth:
