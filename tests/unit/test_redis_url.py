@@ -72,6 +72,22 @@ async def test_each_url_opens_its_kind_of_client() -> None:
             await client.aclose()
 
 
+async def test_rediss_forms_use_tls_to_the_data_nodes() -> None:
+    sentinel = open_client("rediss+sentinel://127.0.0.1:1/m/0")
+    cluster = open_client("rediss+cluster://127.0.0.1:1/")
+    plain = open_client("redis+cluster://127.0.0.1:1/")
+    try:
+        assert isinstance(sentinel, SentinelMaster)
+        assert "SSL" in sentinel.connection_pool.connection_class.__name__
+        assert isinstance(cluster, RedisCluster) and isinstance(plain, RedisCluster)
+        kwargs = cluster.nodes_manager.connection_kwargs
+        assert "SSL" in kwargs["connection_class"].__name__
+        assert "SSL" not in plain.nodes_manager.connection_kwargs["connection_class"].__name__
+    finally:
+        for client in (sentinel, cluster, plain):
+            await client.aclose()
+
+
 def _raise_inside(filename: str, error: str) -> None:
     exec(compile(f"raise {error}", filename, "exec"))  # a frame of that file
 
