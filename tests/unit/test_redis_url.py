@@ -79,7 +79,8 @@ async def test_rediss_forms_use_tls_to_the_data_nodes() -> None:
     try:
         assert isinstance(sentinel, SentinelMaster)
         assert "SSL" in sentinel.connection_pool.connection_class.__name__
-        assert isinstance(cluster, RedisCluster) and isinstance(plain, RedisCluster)
+        assert isinstance(cluster, RedisCluster)
+        assert isinstance(plain, RedisCluster)
         kwargs = cluster.nodes_manager.connection_kwargs
         assert "SSL" in kwargs["connection_class"].__name__
         assert "SSL" not in plain.nodes_manager.connection_kwargs["connection_class"].__name__
