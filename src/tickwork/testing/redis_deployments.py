@@ -12,8 +12,6 @@ Fault tests that kill nodes use a function-scoped deployment instead
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import threading
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
@@ -22,6 +20,7 @@ import pytest
 
 from tickwork.testing.faults.rediscluster import PrivateCluster
 from tickwork.testing.faults.redissentinel import PrivateSentinel
+from tickwork.testing.faults.redisserver import need_binaries
 
 T = TypeVar("T")
 START_TIMEOUT = 120.0
@@ -43,18 +42,6 @@ class BackgroundLoop:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10)
         self.loop.close()
-
-
-def need_binaries() -> None:
-    """Skip without redis-server and redis-cli; fail instead under CI=true (.ci/run installs
-    them)."""
-    missing = [b for b in ("redis-server", "redis-cli") if shutil.which(b) is None]
-    if not missing:
-        return
-    message = f"{' and '.join(missing)} not installed: no private Redis Cluster or Sentinel"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{message}. CI=true: a missing service is a failure here.")
-    pytest.skip(message)
 
 
 @pytest.fixture(scope="module")

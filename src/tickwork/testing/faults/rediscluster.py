@@ -22,7 +22,7 @@ from redis.asyncio import Redis
 from redis.crc import key_slot
 from redis.exceptions import RedisError
 
-from tickwork.testing.faults.redisserver import PrivateRedis
+from tickwork.testing.faults.redisserver import PrivateRedis, need_binaries
 
 BUS_OFFSET = 10_000
 NODE_TIMEOUT_MS = 1000
@@ -204,6 +204,7 @@ class PrivateCluster:
 @pytest.fixture
 async def private_cluster() -> AsyncIterator[PrivateCluster]:
     """A Redis Cluster of the test's own (3 masters, 3 replicas), which it may kill nodes of."""
+    need_binaries()
     cluster = PrivateCluster()
     try:
         yield await cluster.start()

@@ -18,7 +18,7 @@ import pytest
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from tickwork.testing.faults.redisserver import PrivateRedis, free_port
+from tickwork.testing.faults.redisserver import PrivateRedis, free_port, need_binaries
 
 MASTER = "tickwork"
 DOWN_AFTER_MS = 1000
@@ -142,6 +142,7 @@ class PrivateSentinel:
 @pytest.fixture
 async def private_sentinel() -> AsyncIterator[PrivateSentinel]:
     """A master, a replica and 3 sentinels of the test's own; it may kill the master."""
+    need_binaries()
     deployment = PrivateSentinel()
     try:
         yield await deployment.start()

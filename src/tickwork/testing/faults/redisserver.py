@@ -25,6 +25,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def need_binaries() -> None:
+    """Skip without redis-server and redis-cli; fail instead under CI=true (.ci/run installs
+    them)."""
+    missing = [b for b in ("redis-server", "redis-cli") if shutil.which(b) is None]
+    if not missing:
+        return
+    message = f"{' and '.join(missing)} not installed: no private Redis Cluster or Sentinel"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{message}. CI=true: a missing service is a failure here.")
+    pytest.skip(message)
+
+
 class PrivateRedis:
     """``args``: more ``redis-server`` arguments (a cluster node's, a replica's); with
     ``sentinel``, a sentinel reading the config file ``args[0]``."""
