@@ -28,6 +28,7 @@ from tickwork.config.checks import (
     check_other_stores,
     check_processes,
     check_queues,
+    check_redis,
     check_shard_lease,
     format_seconds,
     parse_address,

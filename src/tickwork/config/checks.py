@@ -15,6 +15,7 @@ from typing import Any
 
 from tickwork.document import QUEUE_NAME, QUEUE_NAME_RULE
 from tickwork.drivers import SQLITE, backend_of
+from tickwork.drivers.redis_url import parse_redis_url
 from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors.base import ExecutorSettings
 from tickwork.executors.email import check_settings as check_smtp_settings
@@ -54,7 +55,7 @@ def check_url(name: str, value: str, schemes: tuple[str, ...]) -> None:
     if not sep or scheme.lower() not in schemes:
         # Only the scheme is echoed: the rest of a URL may hold a password.
         got = f"a {scheme!r} URL" if sep else "no scheme"
-        examples = {"database": "sqlite:///PATH or postgresql://...", "redis": "redis://...",
+        examples = {"database": "sqlite:///PATH or postgresql://...",
                     "read_database": "postgresql://... (or sqlite:///PATH)"}
         raise ConfigError(name, f"must be {examples[name]} (got {got})")
 
@@ -68,11 +69,20 @@ def check_database(url: str) -> None:
 
 
 def check_other_stores(redis: str | None, read_database: str | None) -> None:
-    """Redis' URL, and the read replica's (``read_database``), when set."""
+    """Redis' URL (one server, a Redis Cluster or a Sentinel-managed master: docs/redis.md),
+    and the read replica's (``read_database``), when set."""
     if redis is not None:
-        check_url("redis", redis, ("redis", "rediss", "unix"))
+        check_redis(redis)
     if read_database is not None:
         check_url("read_database", read_database, ("sqlite", "postgresql", "postgres"))
+
+
+def check_redis(url: str) -> None:
+    """One server, a Redis Cluster or a Sentinel-managed master (docs/redis.md)."""
+    try:
+        parse_redis_url(url)
+    except ValueError as exc:
+        raise ConfigError("redis", str(exc)) from None
 
 
 def check_queues(queues: tuple[tuple[str, Any], ...]) -> None:
