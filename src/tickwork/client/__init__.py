@@ -59,6 +59,7 @@ from tickwork.drivers.base import (
     JobListParams,
     JobSetPausedParams,
     JobUpdateParams,
+    JobVersion,
     NewOccurrence,
     OccurrenceCancelOneParams,
     OccurrenceInsertParams,
@@ -150,6 +151,10 @@ def create_params(specs: Iterable[JobSpec], now: datetime,
         yield JobCreateParams(spec=spec, next_run_at=known[1], now=now, actor=actor)
 
 
+def _versioned(name: str, version: int | None) -> JobVersion | None:
+    return None if version is None else JobVersion(name, version)
+
+
 def _check_texts(**fields: str | None) -> None:
     """ValidationError naming the first of ``fields`` that is not valid Unicode text."""
     for name, value in fields.items():
@@ -222,7 +227,10 @@ class AsyncClient(CalendarMethods):
 
     # -- jobs --------------------------------------------------------------------------------
 
-    async def create_job(self, job: JobInput, *, actor: str | None = None) -> Job:
+    async def create_job(self, job: JobInput, *, actor: str | None = None,
+                         version: int | None = None) -> Job:
+        """With ``version``: only if newer than the last version applied to the job's name
+        (StaleVersion otherwise), recorded with it (docs/streams.md#versions)."""
         spec = to_spec(job)
         self._check(spec)
         if spec.chained:
@@ -231,7 +239,8 @@ class AsyncClient(CalendarMethods):
         next_run = await self._first_run(spec, now)
         check_runs(spec, next_run, now)
         created = await self.store.job_create(
-            JobCreateParams(spec=spec, next_run_at=next_run, now=now, actor=self._who(actor)))
+            JobCreateParams(spec=spec, next_run_at=next_run, now=now, actor=self._who(actor),
+                            version=_versioned(spec.name, version)))
         self._changed()
         return created
 
@@ -315,6 +324,11 @@ class AsyncClient(CalendarMethods):
         """Change some fields of a job; the others keep their values."""
         current = await self._job(ref)
         spec = parse_job_document(changes, defaults=current.spec).spec
+        return await self.replace_job(current, spec, actor=actor)
+
+    async def replace_job(self, current: Job, spec: JobSpec, *, actor: str | None = None,
+                          version: int | None = None) -> Job:
+        """Make ``current`` the job ``spec`` describes; with ``version`` as create_job."""
         if spec.chained and (spec.chained != current.spec.chained
                              or spec.name != current.spec.name):
             await check_chains([("", spec)], self._spec_named)
@@ -329,7 +343,8 @@ class AsyncClient(CalendarMethods):
             next_run = await self._first_run(spec, now)
         updated = await self.store.job_update(
             JobUpdateParams(id=current.id, spec=spec, next_run_at=next_run, now=now,
-                            actor=self._who(actor), diff=spec_diff(current.spec, spec)))
+                            actor=self._who(actor), diff=spec_diff(current.spec, spec),
+                            version=_versioned(current.spec.name, version)))
         self._changed()
         return updated
 
@@ -365,10 +380,12 @@ class AsyncClient(CalendarMethods):
         self._changed()
         return stored[0]
 
-    async def delete_job(self, ref: str, *, actor: str | None = None) -> None:
+    async def delete_job(self, ref: str, *, actor: str | None = None,
+                         version: int | None = None) -> None:
         job = await self._job(ref)
-        await self.store.job_delete(JobDeleteParams(id=job.id, now=self.clock.now(),
-                                                    actor=self._who(actor)))
+        await self.store.job_delete(JobDeleteParams(
+            id=job.id, now=self.clock.now(), actor=self._who(actor),
+            version=_versioned(job.spec.name, version)))
 
     async def preview(self, job: JobInput | str, n: int = 5,
                       after: datetime | None = None) -> list[datetime]:

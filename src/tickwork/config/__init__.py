@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from tickwork.config.checks import (
     MAX_CONCURRENCY,
+    check_consume,
     check_database,
     check_executors,
     check_less,
@@ -115,6 +116,9 @@ class Settings:
     # {"all": <alerts>, "queues": {"name": <alerts>}}, and how often they are judged.
     alert_defaults: str | None = None
     alert_interval_seconds: float = 5.0
+    # Job commands to consume (docs/streams.md): BROKER/SOURCE entries, each a broker of
+    # executors.brokers and the stream, queue or subject its commands arrive on.
+    consume: tuple[str, ...] = ()
 
     def validate(self) -> None:
         """Raise ConfigError for the first value out of bounds or in conflict with another."""
@@ -156,6 +160,7 @@ class Settings:
         check_logs(self.log_level, LOG_LEVELS, self.log_format)
         check_executors(self.executors, _EXECUTOR_KINDS)
         parse_alert_defaults(self.alert_defaults)
+        check_consume(self.consume, self.executors.brokers)
 
 
 def parse_queues(value: str) -> tuple[tuple[str, int], ...]:
@@ -239,6 +244,7 @@ _SETTING_KINDS: dict[str, _Kind] = {
     "metrics_address": "optional_str",
     "alert_defaults": "optional_str",
     "alert_interval_seconds": "seconds",
+    "consume": "str_list",
 }
 _SECONDS = tuple(name for name, kind in _SETTING_KINDS.items() if kind == "seconds")
 
