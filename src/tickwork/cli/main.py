@@ -25,6 +25,7 @@ from tickwork.cli import (
     audit,
     bench,
     calendars,
+    consume,
     distributed,
     jobs,
     queues,
@@ -90,8 +91,9 @@ def completion(shell: str) -> int:
 
 def build_cli() -> click.Group:
     for group in (service.run, service.migrate, distributed.scheduler, distributed.worker,
-                  api.api, jobs.jobs, calendars.calendars, runs.runs, queues.queues,
-                  audit.audit, alerts.alerts, api.tokens, secrets.secrets, bench.bench):
+                  consume.consume, api.api, jobs.jobs, calendars.calendars, runs.runs,
+                  queues.queues, audit.audit, alerts.alerts, api.tokens, secrets.secrets,
+                  bench.bench):
         cli.add_command(group)
     return cli
 
