@@ -6,9 +6,10 @@ handled, and judges the store, the replies and the dead letters.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -136,12 +137,15 @@ async def test_pause_resume_trigger_and_delete(rig: Rig) -> None:
     # A late copy of the first upsert does not bring the deleted job back.
     await rig.run(with_reply(rig, {"op": "upsert", "job": job(), "version": 1}))
     assert not await _exists(rig.client, "report")
+    await rig.run(with_reply(rig, {"op": "delete", "name": "report"}))  # a redelivery, say
     replies = await rig.replies()
     assert [r.get("op") for r in replies] == ["upsert", "pause", "resume", "trigger",
-                                              "delete", "upsert"]
-    assert [r["ok"] for r in replies] == [True] * 6
+                                              "delete", "upsert", "delete"]
+    assert [r["ok"] for r in replies] == [True] * 7
+    assert [r["applied"] for r in replies] == [True] * 5 + [False, False]
     assert replies[3]["run"]["trigger"] == "manual"
-    assert replies[-1]["applied"] is False
+    assert replies[-1]["reason"] == "no job named 'report'"
+    assert await rig.commands.dead_letters() == []
 
 
 BAD = [
@@ -225,3 +229,69 @@ def test_a_consume_entry_must_name_a_configured_consumable_broker() -> None:
     with pytest.raises(ConfigError, match="mqtt"):
         Settings(consume=("m/x",), executors=ExecutorSettings(brokers=brokers)).validate()
     Settings(consume=("cmds/x",), executors=ExecutorSettings(brokers=brokers)).validate()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_tickwork_run_consumes_what_its_settings_name(tmp_path: Path, family: str) -> None:
+    from tickwork.runtime.embedded import EmbeddedService
+
+    commands = await Commands.open(family)
+    settings = replace(settings_for(commands), database=f"sqlite:///{tmp_path}/s.db",
+                       api_enabled=False)
+    service = EmbeddedService(settings)
+    await service.start()
+    try:
+        await commands.send({"op": "upsert", "job": job(), "reply_to": commands.reply})
+        await until(lambda: _exists(service.client, "report"), lambda: asyncio.sleep(0.05))
+        assert service.client is not None
+        await until(lambda: _answered(commands), lambda: asyncio.sleep(0.05))
+        assert "tickwork_commands_total" in service.metrics.render(states={}, queues=[])
+    finally:
+        await service.stop()
+        await commands.close()
+
+
+async def _answered(commands: Commands) -> bool:
+    return len(await commands.replies()) == 1
+
+
+async def test_the_consume_process_applies_commands_and_reports(tmp_path: Path) -> None:
+    from tickwork.runtime.consume import ConsumeProcess
+
+    commands = await Commands.open("redis")
+    settings = replace(settings_for(commands), database=f"sqlite:///{tmp_path}/s.db")
+    process = ConsumeProcess(settings)
+    await process.start()
+    try:
+        await commands.send({"op": "upsert", "job": job(), "reply_to": commands.reply})
+        await until(lambda: _answered(commands), lambda: asyncio.sleep(0.05))
+        assert process.client is not None
+        assert await _exists(process.client, "report")
+        health = await process.health()
+        assert (health["status"], health["sources"]) == ("ok", [f"cmds/{commands.source}"])
+        assert 'outcome="applied"' in await process.metrics_text()
+    finally:
+        await process.stop()
+        await commands.close()
+
+
+def test_the_consume_process_needs_a_source() -> None:
+    from tickwork.runtime.consume import ConsumeProcess
+
+    with pytest.raises(ConfigError, match="names no source"):
+        ConsumeProcess(Settings())
+
+
+@pytest.mark.parametrize("target", ["source", "dead", "{tickwork:default}:b0", "tickwork:epoch"])
+async def test_a_reply_to_the_commands_or_tickworks_own_keys_is_refused(
+        rig: Rig, target: str) -> None:
+    reply_to = {"source": rig.commands.source, "dead": rig.commands.dead}.get(target, target)
+    body = json.dumps({"op": "upsert", "job": job(), "reply_to": reply_to}).encode()
+    await rig.run(body)
+    [(kept, meta)] = await rig.commands.dead_letters()
+    assert kept == body
+    assert not await _exists(rig.client, "report")  # not applied either
+    error = meta.get("error") or meta.get("x-tickwork-error") or meta.get("Tickwork-Error")
+    assert error is not None
+    assert error.startswith("reply_to: must not")
+    assert await rig.commands.replies() == []

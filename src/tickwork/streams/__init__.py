@@ -63,5 +63,6 @@ async def open_sources(settings: Settings, *, client: AsyncClient, clock: Clock,
                             consumer=consumer_name(settings), secrets=secrets,
                             lease_seconds=settings.lease_seconds,
                             handler=CommandHandler(client, source=config.label,
+                                                   where=(config.source, config.dead),
                                                    metrics=metrics)))
     return sources

@@ -156,13 +156,33 @@ async def apply(client: AsyncClient, command: Command, actor: str) -> dict[str, 
                                            version=command.version)
             return {"op": "upsert", "created": False, "job": job_json(job)}
         raise Conflict(f"job {name!r} was created and deleted while this command applied")
-    job = await _existing(client, name)
     if command.op == "delete":
-        await client.delete_job(job.id, actor=actor, version=command.version)
-        return {"op": "delete", "job": job_json(job)}
+        return await _delete(client, command, actor)
+    job = await _existing(client, name)
     if command.op == "pause":
         return {"op": "pause", "job": job_json(await client.pause_job(job.id, actor=actor))}
     if command.op == "resume":
         return {"op": "resume", "job": job_json(await client.resume_job(job.id, actor=actor))}
     run = await client.trigger_job(job.id, actor=actor)
     return {"op": "trigger", "job": job_json(job), "run": run_json(run, name)}
+
+
+async def _delete(client: AsyncClient, command: Command, actor: str) -> dict[str, Any]:
+    """Deleting what is gone is done already (a redelivery, say): answered, not refused."""
+    job = await _named(client, command.name)
+    if job is None:
+        return {"op": "delete", "applied": False, "reason": f"no job named {command.name!r}"}
+    await client.delete_job(job.id, actor=actor, version=command.version)
+    return {"op": "delete", "job": job_json(job)}
+
+
+def check_reply_to(reply_to: str | None, source: str, dead: str) -> None:
+    """A reply goes neither to the commands nor to their dead letters, nor into tickwork's
+    own Redis keyspace (``{tickwork:...}`` streams, ``tickwork:...`` keys)."""
+    if reply_to is None:
+        return
+    if reply_to in (source, dead):
+        raise ValidationError("reply_to", f"must not be {reply_to!r}: commands are read there")
+    if reply_to.startswith(("{", "tickwork:")):
+        raise ValidationError("reply_to", "must not name a key of tickwork's own Redis "
+                              "keyspace ({...} or tickwork:...)")

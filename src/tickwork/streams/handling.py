@@ -30,7 +30,13 @@ from tickwork.errors import (
 )
 from tickwork.metrics import Metrics
 from tickwork.models import Job
-from tickwork.streams.commands import Command, apply, parse_command, reply_to_of
+from tickwork.streams.commands import (
+    Command,
+    apply,
+    check_reply_to,
+    parse_command,
+    reply_to_of,
+)
 from tickwork.worker.failpoints import failpoint
 
 log = logging.getLogger("tickwork.streams")
@@ -51,9 +57,10 @@ def _json(doc: dict[str, Any]) -> bytes:
 
 class CommandHandler:
     def __init__(self, client: AsyncClient, *, source: str,
-                 metrics: Metrics | None = None) -> None:
+                 where: tuple[str, str] = ("", ""), metrics: Metrics | None = None) -> None:
         self.client = client
         self.source = source  # broker/stream, as the settings name it
+        self.where = where  # the stream (queue, subject) read, and its dead letters
         self.metrics = metrics
         self.actor = f"consume:{source}"
 
@@ -63,6 +70,7 @@ class CommandHandler:
         command: Command | None = None
         try:
             command = parse_command(body)
+            check_reply_to(command.reply_to or reply_to, *self.where)
             answer = await apply(self.client, command, self.actor)
         except StoreError:
             raise  # not the command's fault: it stays unacknowledged and is read again
@@ -76,10 +84,13 @@ class CommandHandler:
                 **({"job": job_json(current)} if current is not None else {})})
         except (ValidationError, LookupError, Conflict, TickworkError) as exc:
             where = command.reply_to if command else reply_to_of(body)
+            if isinstance(exc, ValidationError) and exc.field == "reply_to":
+                where = None  # a refused reply_to gets no reply
             return self._dead(body, exc, command, where or reply_to)
         failpoint("consume_after_commit")
-        return self._done(APPLIED, command.reply_to or reply_to,
-                          {"ok": True, "applied": True, **answer})
+        reply = {"ok": True, "applied": True, **answer}
+        return self._done(APPLIED if reply["applied"] else STALE,
+                          command.reply_to or reply_to, reply)
 
     def refused(self, error: str) -> Handled:
         """A message that holds no command at all: dead-lettered with ``error``."""
