@@ -295,3 +295,23 @@ async def test_a_reply_to_the_commands_or_tickworks_own_keys_is_refused(
     assert error is not None
     assert error.startswith("reply_to: must not")
     assert await rig.commands.replies() == []
+
+
+async def test_a_source_whose_broker_is_down_backs_off(tmp_path: Path) -> None:
+    store = SqliteStore(f"sqlite:///{tmp_path}/t.db")
+    await store.migrate()
+    settings = Settings(consume=("down/x",), executors=ExecutorSettings(
+        outbound_allow=LOCAL, brokers=(("down", "redis://127.0.0.1:1/0"),)))
+    client = AsyncClient(store)
+    [source] = await open_sources(settings, client=client, clock=SystemClock())
+    try:
+        pauses = []
+        for _ in range(7):
+            with pytest.raises(Exception) as caught:  # noqa: PT011  (whatever redis-py raises)
+                await source.tick(SystemClock().now())
+            assert isinstance(caught.value, Exception)
+            pauses.append(source.failed(caught.value))
+        assert pauses == [1, 2, 4, 8, 16, 30, 30]
+    finally:
+        await source.close()
+        await client.close()

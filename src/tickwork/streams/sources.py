@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tickwork.streams")
 READ_SECONDS = 1.0  # how long one pass waits for a first message (and so, at most, a stop)
-RETRY_SECONDS = 1.0  # after a failed pass
+RETRY_SECONDS = 1.0  # after a failed pass, doubling while passes keep failing ...
+MAX_RETRY_SECONDS = 30.0  # ... up to this
 BATCH = 64
 GROUP = "tickwork"  # the Redis consumer group, the base of a NATS durable consumer's name
 DEAD_SUFFIX = ".dead"
@@ -91,6 +92,7 @@ class StreamSource(Loop):
         self.secrets = secrets
         self.batch = batch
         self.lease_seconds = lease_seconds  # unacknowledged this long: another may take it
+        self.failures = 0  # passes failed in a row
 
     async def url(self) -> str:
         url = await broker_url(self.config, self.secrets)
@@ -103,10 +105,12 @@ class StreamSource(Loop):
 
     async def tick(self, now: datetime) -> bool:
         try:
-            return await self.consume_once()
+            more = await self.consume_once()
         except Exception:
             await self.close()  # the next pass connects again; unacknowledged ones come again
             raise
+        self.failures = 0
+        return more
 
     async def consume_once(self) -> bool:
         """Read and handle one batch; whether more is waiting."""
@@ -116,13 +120,15 @@ class StreamSource(Loop):
         raise NotImplementedError
 
     def failed(self, exc: Exception) -> float:
-        if isinstance(exc, TickworkError):
-            log.warning("consuming %s: %s; again in %gs", self.config.label, exc,
-                        RETRY_SECONDS)
+        """Log (the first of a run of failures with its traceback) and back off."""
+        self.failures += 1
+        pause = min(RETRY_SECONDS * 2 ** (self.failures - 1), MAX_RETRY_SECONDS)
+        if isinstance(exc, TickworkError) or self.failures > 1:
+            log.warning("consuming %s: %s: %s; again in %gs", self.config.label,
+                        type(exc).__name__, exc, pause)
         else:
-            log.exception("consuming %s failed; again in %gs", self.config.label,
-                          RETRY_SECONDS)
-        return RETRY_SECONDS
+            log.exception("consuming %s failed; again in %gs", self.config.label, pause)
+        return pause
 
     async def stop(self) -> None:
         await super().stop()
