@@ -122,7 +122,7 @@ class StreamSource(Loop):
     def failed(self, exc: Exception) -> float:
         """Log (the first of a run of failures with its traceback) and back off."""
         self.failures += 1
-        pause = min(RETRY_SECONDS * 2 ** (self.failures - 1), MAX_RETRY_SECONDS)
+        pause = min(RETRY_SECONDS * 2.0 ** min(self.failures - 1, 16), MAX_RETRY_SECONDS)
         if isinstance(exc, TickworkError) or self.failures > 1:
             log.warning("consuming %s: %s: %s; again in %gs", self.config.label,
                         type(exc).__name__, exc, pause)
