@@ -8,9 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tickwork.client import AsyncClient
 from tickwork.config import load_settings
-from tickwork.errors import ValidationError
+from tickwork.drivers import open_driver
+from tickwork.errors import StoreError, ValidationError
+from tickwork.metrics import Metrics
 from tickwork.streams.commands import MAX_COMMAND_BYTES, parse_command, reply_to_of
+from tickwork.streams.handling import CommandHandler
 from tickwork.streams.sources import configured_sources
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "streams.md"
@@ -71,3 +75,16 @@ def test_the_documented_settings_load(tmp_path: Path) -> None:
         ("events", "tickwork.commands"), ("rabbit", "tickwork.commands"),
         ("js", "tickwork.commands")]
     assert settings.executors.outbound_allow == ("127.0.0.1",)
+
+
+async def test_a_store_that_cannot_be_reached_leaves_the_command_for_later() -> None:
+    """Raised, not dead-lettered: the source leaves the message unacknowledged."""
+    store = open_driver("postgresql://tickwork@127.0.0.1:1/nothing").store
+    metrics = Metrics()
+    handler = CommandHandler(AsyncClient(store), source="b/s", metrics=metrics)
+    try:
+        with pytest.raises(StoreError):
+            await handler.handle(body(op="upsert", job=JOB, version=1))
+    finally:
+        await store.close()
+    assert metrics.commands == {}

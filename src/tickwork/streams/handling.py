@@ -83,10 +83,14 @@ class CommandHandler:
                 "reason": str(exc), "applied_version": exc.applied,
                 **({"job": job_json(current)} if current is not None else {})})
         except (ValidationError, LookupError, Conflict, TickworkError) as exc:
-            where = command.reply_to if command else reply_to_of(body)
+            where = (command.reply_to if command else reply_to_of(body)) or reply_to
             if isinstance(exc, ValidationError) and exc.field == "reply_to":
                 where = None  # a refused reply_to gets no reply
-            return self._dead(body, exc, command, where or reply_to)
+            return self._dead(body, exc, command, where)
+        except Exception as exc:  # a bug: kept with its error rather than blocking the stream
+            log.exception("command from %s failed unexpectedly", self.source)
+            return self._dead(body, RuntimeError(f"internal error: {type(exc).__name__}: "
+                                                 f"{exc}"), command, None)
         failpoint("consume_after_commit")
         reply = {"ok": True, "applied": True, **answer}
         return self._done(APPLIED if reply["applied"] else STALE,
