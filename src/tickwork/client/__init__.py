@@ -366,15 +366,18 @@ class AsyncClient(CalendarMethods):
         self._changed()
         return resumed
 
-    async def trigger_job(self, ref: str, *, actor: str | None = None) -> Occurrence:
-        """Run the job now, once, outside its schedule (with an idempotency key of its own)."""
+    async def trigger_job(self, ref: str, *, actor: str | None = None,
+                          details: Mapping[str, Any] | None = None) -> Occurrence:
+        """Run the job now, once, outside its schedule (with an idempotency key of its own).
+        ``details`` go on the trigger's audit entry, written in the same transaction."""
         job = await self._job(ref)
         now = self.clock.now()
         stored = await self.store.occurrence_insert(OccurrenceInsertParams(occurrences=[
             NewOccurrence(job_id=job.id, scheduled_at=now, due_at=now, queue=job.spec.queue,
                           priority=job.spec.priority, max_attempts=job.spec.retry.max_attempts,
                           trigger=Trigger.MANUAL)], now=now,
-            audit=AuditAction.TRIGGER, actor=self._who(actor)))
+            audit=AuditAction.TRIGGER, actor=self._who(actor),
+            details=dict(details) if details is not None else None))
         if self.after_insert is not None:
             await self.after_insert(stored)
         self._changed()

@@ -59,7 +59,9 @@ class AmqpSource(StreamSource):
         import aiormq  # noqa: PLC0415  (the brokers extra)
 
         props = message.header.properties
-        handled = await self.handler.handle(message.body, props.reply_to or None)
+        identity = f"amqp:{self.config.source}:{props.message_id}" if props.message_id \
+            else None  # without a message_id, a trigger delivered again runs again
+        handled = await self.handler.handle(message.body, props.reply_to or None, identity)
         if handled.error is not None:
             headers = {**(props.headers or {}), "x-tickwork-error": handled.error,
                        "x-tickwork-source": self.config.source}

@@ -21,19 +21,25 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from tickwork.client import AsyncClient
 from tickwork.document import parse_job_spec
 from tickwork.document.render import job_json, run_json
 from tickwork.document.text import not_unicode
+from tickwork.drivers.base import MAX_BATCH, AuditListParams
 from tickwork.errors import Conflict, JobNotFound, StaleVersion, ValidationError
-from tickwork.models import Job, JobSpec
+from tickwork.models import AuditAction, Job, JobSpec, Occurrence
 
 OPS = ("upsert", "delete", "pause", "resume", "trigger")
 MAX_COMMAND_BYTES = 1024 * 1024
 MAX_REPLY_TO = 255
 MAX_VERSION = 2**63 - 1  # a PostgreSQL bigint
+# A trigger delivered again is recognised by its message within this long (and these many
+# audit entries of its job): a crash between commit and ack is answered well before.
+TRIGGER_MEMORY = timedelta(days=7)
+TRIGGER_PAGES = 10
 _FIELDS = {"upsert": {"op", "job", "version", "reply_to"},
            "delete": {"op", "name", "version", "reply_to"}}
 _NAMED = {"op", "name", "reply_to"}
@@ -134,8 +140,10 @@ async def _existing(client: AsyncClient, name: str) -> Job:
     return job
 
 
-async def apply(client: AsyncClient, command: Command, actor: str) -> dict[str, Any]:
-    """Apply ``command``; what the reply says besides ``"ok": true``."""
+async def apply(client: AsyncClient, command: Command, actor: str,
+                message_id: str | None = None) -> dict[str, Any]:
+    """Apply ``command``; what the reply says besides ``"ok": true``. ``message_id``: the
+    broker's identity of the message, which makes a trigger delivered twice run once."""
     name = command.name
     if command.op == "upsert":
         assert command.spec is not None
@@ -163,8 +171,7 @@ async def apply(client: AsyncClient, command: Command, actor: str) -> dict[str, 
         return {"op": "pause", "job": job_json(await client.pause_job(job.id, actor=actor))}
     if command.op == "resume":
         return {"op": "resume", "job": job_json(await client.resume_job(job.id, actor=actor))}
-    run = await client.trigger_job(job.id, actor=actor)
-    return {"op": "trigger", "job": job_json(job), "run": run_json(run, name)}
+    return await _trigger(client, job, actor, message_id)
 
 
 async def _delete(client: AsyncClient, command: Command, actor: str) -> dict[str, Any]:
@@ -186,3 +193,35 @@ def check_reply_to(reply_to: str | None, source: str, dead: str) -> None:
     if reply_to.startswith(("{", "tickwork:")):
         raise ValidationError("reply_to", "must not name a key of tickwork's own Redis "
                               "keyspace ({...} or tickwork:...)")
+
+
+async def _trigger(client: AsyncClient, job: Job, actor: str,
+                   message_id: str | None) -> dict[str, Any]:
+    """A run now; with ``message_id``, recorded on the trigger's audit entry (one
+    transaction with the run), so the same message delivered again finds its run instead."""
+    name = job.spec.name
+    if message_id is not None:
+        earlier = await _triggered_by(client, job, message_id)
+        if earlier is not None:
+            return {"op": "trigger", "applied": False, "job": job_json(job),
+                    "reason": "this message triggered the job already",
+                    "run": run_json(earlier, name)}
+    run = await client.trigger_job(job.id, actor=actor, details=None if message_id is None
+                                   else {"message": message_id})
+    return {"op": "trigger", "job": job_json(job), "run": run_json(run, name)}
+
+
+async def _triggered_by(client: AsyncClient, job: Job, message_id: str) -> Occurrence | None:
+    after: int | None = None
+    since = client.clock.now() - TRIGGER_MEMORY
+    for _ in range(TRIGGER_PAGES):
+        page = await client.store.audit_list(AuditListParams(
+            job_id=job.id, since=since, after_id=after, limit=MAX_BATCH))
+        for entry in page:
+            if entry.action is AuditAction.TRIGGER and entry.scheduled_at is not None \
+                    and (entry.details or {}).get("message") == message_id:
+                return await client.store.occurrence_get(job.id, entry.scheduled_at)
+        if len(page) < MAX_BATCH:
+            return None
+        after = page[-1].id
+    return None

@@ -64,14 +64,16 @@ class CommandHandler:
         self.metrics = metrics
         self.actor = f"consume:{source}"
 
-    async def handle(self, body: bytes, reply_to: str | None = None) -> Handled:
+    async def handle(self, body: bytes, reply_to: str | None = None,
+                     message_id: str | None = None) -> Handled:
         """``reply_to``: the transport's own (AMQP's property), used when the command has
-        none."""
+        none; ``message_id``: the broker's identity of the message (a Redis entry id, a
+        JetStream sequence, an AMQP message_id), the same when it is delivered again."""
         command: Command | None = None
         try:
             command = parse_command(body)
             check_reply_to(command.reply_to or reply_to, *self.where)
-            answer = await apply(self.client, command, self.actor)
+            answer = await apply(self.client, command, self.actor, message_id)
         except StoreError:
             raise  # not the command's fault: it stays unacknowledged and is read again
         except StaleVersion as exc:

@@ -86,7 +86,9 @@ class NatsSource(StreamSource):
         return len(messages) == self.batch
 
     async def _one(self, message: Any) -> None:
-        handled = await self.handler.handle(message.data)
+        meta = message.metadata  # the stream's sequence: the same on every delivery
+        handled = await self.handler.handle(
+            message.data, message_id=f"nats:{meta.stream}:{meta.sequence.stream}")
         if handled.error is not None:
             error = " ".join(handled.error.split())  # a header value is one line
             headers = {**(message.headers or {}), "Tickwork-Error": error,

@@ -80,7 +80,8 @@ class RedisSource(StreamSource):
                 f"a stream entry holds its command in field {FIELD.decode()!r}; this one has "
                 + ", ".join(repr(k.decode(errors="replace")) for k in fields))
         else:
-            handled = await self.handler.handle(body)
+            handled = await self.handler.handle(
+                body, message_id=f"redis:{self.config.source}:{entry_id.decode()}")
         if handled.error is not None:
             await client.xadd(self.config.dead, {
                 **fields, b"error": handled.error.encode(), b"entry": entry_id,

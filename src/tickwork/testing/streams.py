@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -96,7 +97,11 @@ class AmqpCommands(Commands):
             await self.channel.queue_declare(queue, durable=True)
 
     async def send(self, body: bytes | dict[str, Any]) -> None:
-        await self.channel.basic_publish(encode(body), routing_key=self.source)
+        import aiormq  # noqa: PLC0415  (the brokers extra)
+
+        await self.channel.basic_publish(encode(body), routing_key=self.source,
+                                         properties=aiormq.spec.Basic.Properties(
+                                             message_id=uuid.uuid4().hex))
 
     async def _read(self, queue: str) -> Read:
         """Everything that arrived on ``queue`` so far (taken off it, and kept here)."""
