@@ -36,6 +36,7 @@ from prometheus_client.exposition import generate_latest
 
 from tickwork.drivers.admin import QueueInfo
 from tickwork.drivers.base import Completion
+from tickwork.drivers.limits import KeyLimitInfo
 from tickwork.models import Claim
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # the format generate_latest writes
@@ -159,6 +160,7 @@ class Metrics:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.lateness: dict[str, Histogram] = {}  # by queue
+        self.held: dict[str, Histogram] = {}  # by queue: waits a limit imposed (limited_at)
         self.duration: dict[tuple[str, str], Histogram] = {}  # by (kind, result)
         self.attempts: dict[tuple[str, str], int] = {}  # by (queue, result)
         self.claims: dict[str, int] = {}  # claimed occurrences, by queue
@@ -167,6 +169,7 @@ class Metrics:
         self.promoted: dict[str, int] = {}  # by queue
         self.rescues = 0
         self.repairs = 0
+        self.purged: dict[str, int] = {}  # job definitions the pruner purged, by reason
         self.dispatch: DispatchMode | None = None  # set by a process that claims
         self.commands: dict[tuple[str, str], int] = {}  # consumed, by (source, outcome)
         # The process's CPU, memory and file descriptors, and the Python version: read from
@@ -185,7 +188,15 @@ class Metrics:
                 late = self.lateness.get(occ.queue)
                 if late is None:
                     late = self.lateness[occ.queue] = Histogram(LATENESS_BUCKETS)
-                late.observe((started - occ.scheduled_at).total_seconds())
+                if claim.limited_at is None:
+                    late.observe((started - occ.scheduled_at).total_seconds())
+                else:  # a limit held it: late until then, held by the limit after
+                    late.observe(max(0.0, (claim.limited_at - occ.scheduled_at)
+                                     .total_seconds()))
+                    held = self.held.get(occ.queue)
+                    if held is None:
+                        held = self.held[occ.queue] = Histogram(LATENESS_BUCKETS)
+                    held.observe(max(0.0, (started - claim.limited_at).total_seconds()))
             took = self.duration.get(key)
             if took is None:
                 took = self.duration[key] = Histogram(DURATION_BUCKETS)
@@ -222,14 +233,21 @@ class Metrics:
             key = (source, outcome)
             self.commands[key] = self.commands.get(key, 0) + 1
 
+    def jobs_purged(self, reason: str, count: int) -> None:
+        """The pruner removed ``count`` definitions: ``finished`` one-off jobs or ``deleted``."""
+        with self._lock:
+            self.purged[reason] = self.purged.get(reason, 0) + count
+
     def render(self, *, states: Mapping[str, int], queues: Iterable[QueueInfo],
-               all_states: Iterable[str] = ()) -> str:
+               all_states: Iterable[str] = (), limits: Iterable[KeyLimitInfo] = ()) -> str:
         """The exposition text: store-wide gauges (given) and this process's own figures."""
         queue_list = list(queues)
+        key_list = list(limits)
 
         def by_queue(name: str, text: str, value: str) -> Family:
             return Family(name, "gauge", text,
-                          [({"queue": q.name}, getattr(q, value)) for q in queue_list])
+                          [({"queue": q.name}, float(getattr(q, value))) for q in queue_list
+                           if getattr(q, value) is not None])
 
         store = [
             Family("tickwork_occurrences", "gauge", "Occurrences in the store, by state.",
@@ -238,6 +256,22 @@ class Metrics:
             by_queue("tickwork_queue_depth", "Occurrences due now and waiting, by queue.", "due"),
             by_queue("tickwork_queue_running", "Occurrences running, by queue.", "running"),
             by_queue("tickwork_queue_paused", "1 when the queue is paused.", "paused"),
+            by_queue("tickwork_queue_max_running",
+                     "The queue's cap on running attempts across every worker.", "max_running"),
+            Family("tickwork_queue_rate_per_second", "gauge",
+                   "The queue's rate limit across every worker, in starts per second.",
+                   [({"queue": q.name}, q.rate.per_second) for q in queue_list if q.rate]),
+            by_queue("tickwork_queue_burst", "The queue's rate limit burst.", "burst"),
+            by_queue("tickwork_queue_rate_tokens",
+                     "Starts the queue's rate limit allows right now.", "tokens"),
+            Family("tickwork_limit_rate_per_second", "gauge",
+                   "A named limit's rate, in starts per second, by key.",
+                   [({"key": k.key}, k.rate.per_second) for k in key_list]),
+            Family("tickwork_limit_burst", "gauge", "A named limit's burst, by key.",
+                   [({"key": k.key}, float(k.burst)) for k in key_list]),
+            Family("tickwork_limit_tokens", "gauge",
+                   "Starts a named limit allows right now, by key.",
+                   [({"key": k.key}, k.tokens) for k in key_list]),
         ]
         with self._lock:
             own = [*self._worker_families(), *self._scheduler_families(),
@@ -264,6 +298,10 @@ class Metrics:
                              "How long after its scheduled time a first attempt started, by "
                              "queue.", ["queue"],
                              (((q,), h) for q, h in sorted(self.lateness.items()))),
+            histogram_family("tickwork_held_by_limit_seconds",
+                             "How long a limit held a first attempt back before it started "
+                             "(not counted in start lateness), by queue.", ["queue"],
+                             (((q,), h) for q, h in sorted(self.held.items()))),
             histogram_family("tickwork_attempt_duration_seconds",
                              "How long attempts ran, by kind and result.", ["kind", "result"],
                              (((k, r), h) for (k, r), h in sorted(self.duration.items()))),
@@ -296,6 +334,10 @@ class Metrics:
             Family("tickwork_repairs_total", "counter",
                    "Dispatch state rebuilt from the store (the reconciler's repairs).",
                    [({}, self.repairs)]),
+            Family("tickwork_jobs_purged_total", "counter",
+                   "Job definitions the pruner removed past finished_job_retention_seconds, "
+                   "by reason (finished one-off jobs, deleted jobs).",
+                   [({"reason": r}, self.purged.get(r, 0)) for r in ("deleted", "finished")]),
         ]
         return [f.metric() for f in counts]
 

@@ -152,6 +152,10 @@ class JobSpec:
     on_success: tuple[str, ...] = ()
     on_failure: tuple[str, ...] = ()
     on_dead: tuple[str, ...] = ()
+    # Limits (docs/limits.md): the named rate limit this job's starts count against, whatever
+    # its queue; and, for overlap allow_all, how many of its runs may run at once.
+    limit_key: str | None = None
+    max_concurrency: int | None = None
 
     @property
     def chained(self) -> tuple[str, ...]:
@@ -304,6 +308,7 @@ class Claim:
 
     occurrence: Occurrence
     job: Job
+    limited_at: datetime | None = None  # when a limit first held it back, if one did
 
     @property
     def key(self) -> tuple[str, datetime]:

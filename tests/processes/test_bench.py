@@ -57,6 +57,13 @@ async def test_w1_on_sqlite(tmp_path: Path) -> None:
     assert not (tmp_path / "b.db").exists()  # the bench's database is removed after the run
 
 
+async def test_w1_with_a_global_limit_runs_everything_under_it(tmp_path: Path) -> None:
+    result = await bench("w1", "--jobs", "300", "--global-limit", "4",
+                         "--database", f"sqlite:///{tmp_path}/b.db")
+    assert_correct(result, 300)
+    assert result["parameters"]["global_limit"] == 4
+
+
 async def test_w1_with_a_steady_stream_reports_it_apart(tmp_path: Path) -> None:
     result = await bench("w1", "--jobs", "1000", "--steady", "200", "--steady-seconds", "3",
                          "--database", f"sqlite:///{tmp_path}/b.db")

@@ -408,3 +408,55 @@ async def test_preview_and_confirm_a_backfill(service: EmbeddedService) -> None:
         await page.screenshot(path=str(ARTIFACTS / "dashboard-backfill.png"))
         await browser.close()
     assert errors == []
+
+
+PAYMENTS = {"name": "pay-browser", "queue": "payments", "schedule": {"every": "3600"},
+            "kind": "python", "payload": {"callable": "tickwork.cli.demo:tick"},
+            "paused": True}
+
+
+async def test_set_queue_and_named_limits_on_the_limits_page(service: EmbeddedService) -> None:
+    """The Limits page sets a queue's limits and a named limit through the API, shows them
+    with their usage, says why a bad rate is refused, and deletes a named limit."""
+    need_chromium()
+    from playwright.async_api import async_playwright, expect
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    client = service.client
+    assert client is not None
+    await client.create_job(PAYMENTS)
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        page = await browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        await page.goto(f"{service.api.url}/dashboard/")
+        await page.get_by_role("link", name="Limits", exact=True).click()
+        row = page.locator("table.queue-limits tbody tr", has_text="payments")
+        await row.get_by_label("Max running").fill("3")
+        await row.get_by_label("Rate").fill("50/s")
+        await row.get_by_label("Burst").fill("10")
+        await row.get_by_role("button", name="Save").click()
+        await expect(page.locator(".notice.ok")).to_contain_text("Limits of queue payments saved")
+        await expect(row.locator("td.usage")).to_have_text(
+            "0 of 3 running, 50/s burst 10 (10.0 left)")
+        await row.get_by_label("Rate").fill("fast")
+        await row.get_by_role("button", name="Save").click()
+        await expect(page.locator(".notice")).to_contain_text("is not a rate")
+        keys = page.locator("table.key-limits")
+        await page.get_by_label("Key", exact=True).fill("github-api")
+        await page.locator("input[name=key-rate]").fill("100/min")
+        await page.get_by_role("button", name="Set limit").click()
+        await expect(keys.locator("tbody tr", has_text="github-api")).to_contain_text(
+            "100/min burst 100")
+        await page.screenshot(path=str(ARTIFACTS / "dashboard-limits.png"))
+        queue = next(q for q in await client.list_queues() if q.name == "payments")
+        assert (queue.max_running, str(queue.rate), queue.burst) == (3, "50/s", 10)
+        await keys.get_by_role("button", name="Delete").click()
+        await expect(keys).to_contain_text("No named limits.")
+        assert await client.list_limits() == []
+        await page.get_by_role("link", name="Overview", exact=True).click()
+        await expect(page.get_by_role("link", name="0 of 3 running, 50/s burst 10 (10.0 left)")
+                     ).to_be_visible()
+        await browser.close()
+        assert errors == []

@@ -46,7 +46,8 @@ def test_every_command_is_here() -> None:
         "bench http", "completion", "jobs create", "jobs list", "jobs show", "jobs update",
         "jobs pause", "jobs resume", "jobs trigger", "jobs delete", "runs list", "runs show",
         "tokens create", "tokens list", "tokens revoke", "secrets set", "secrets list",
-        "secrets delete", "secrets rotate", "queues list", "queues pause", "queues resume"}
+        "secrets delete", "secrets rotate", "queues list", "queues pause", "queues resume",
+        "queues set", "limits list", "limits set", "limits delete"}
 
 
 @pytest.mark.parametrize(("path", "command"), ALL, ids=IDS)

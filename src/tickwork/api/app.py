@@ -18,8 +18,10 @@ from tickwork.api import (
     apidocs,
     auth,
     calendars,
+    enqueue,
     errors,
     jobs,
+    limits,
     queues,
     runs,
     stats,
@@ -49,10 +51,12 @@ def own_path(request: Request) -> str:
 
 def create_app(client: AsyncClient, *, open_access: bool = False,
                allowed_hosts: Iterable[str] = (), metrics: Metrics | None = None,
-               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, access_log: bool = False) -> FastAPI:
+               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, access_log: bool = False,
+               retention: dict[str, Any] | None = None) -> FastAPI:
     """The app. ``open_access`` serves everyone with admin rights: only for loopback binds
     (the CLI refuses it otherwise); ``allowed_hosts`` adds Host names open access answers;
-    ``access_log``: a line per request on ``tickwork.api.access`` (tickwork.api.access).
+    ``access_log``: a line per request on ``tickwork.api.access`` (tickwork.api.access);
+    ``retention``: what ``/api/v1/retention`` shows (``deps.retention_of(settings)``).
 
     It can be served alone (``tickwork api``) or mounted in another ASGI app
     (``outer.mount("/scheduler", create_app(client))``): the dashboard then lives at
@@ -68,9 +72,11 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
     app.state.tickwork = ApiState(
         client=client, open_access=open_access, metrics=metrics or Metrics(),
         allowed_hosts=frozenset({*LOOPBACK_HOSTS, *(h.lower() for h in allowed_hosts)}))
+    if retention is not None:
+        app.state.tickwork.retention = retention
     errors.install(app)
     apidocs.install(app)
-    for module in (jobs, calendars, runs, alerts, queues, stats, tokens, auth):
+    for module in (jobs, enqueue, calendars, runs, alerts, queues, limits, stats, tokens, auth):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     app.add_middleware(UrlText)
@@ -111,6 +117,7 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
         stats_now = await client.stats(60)
         text = state_of(request).metrics.render(
             states=stats_now.occurrences_by_state, queues=await client.list_queues(),
+            limits=await client.list_limits(),
             all_states=[s.value for s in OccurrenceState])
         return Response(text, media_type=CONTENT_TYPE)
 

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from tickwork.client import AsyncClient
+from tickwork.config import Settings
 from tickwork.document.text import plain_text
 from tickwork.errors import ValidationError
 from tickwork.metrics import Metrics
@@ -24,6 +25,14 @@ class ApiState:
     open_access: bool = False
     allowed_hosts: frozenset[str] = frozenset()
     metrics: Metrics = field(default_factory=Metrics)
+    retention: dict[str, Any] = field(default_factory=lambda: retention_of(Settings()))
+
+
+def retention_of(settings: Settings) -> dict[str, Any]:
+    """What ``GET /api/v1/retention`` shows (and the dashboard with it)."""
+    return {"finished_job_retention_seconds": settings.finished_job_retention_seconds,
+            "history_retention_days": settings.retention_days,
+            "audit_retention_days": settings.audit_retention_days}
 
 
 def state_of(request: Request) -> ApiState:

@@ -1,22 +1,21 @@
-"""/api/v1/queues: depth, running count and the pause switch (pausing needs admin)."""
+"""/api/v1/queues: depth, running count, the pause switch and the limits across every
+worker (pausing and limiting need admin)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 
 from tickwork.api.auth import ADMIN, READ
+from tickwork.api.body import json_body
 from tickwork.api.deps import ClientDep
 from tickwork.api.errors import problems
-from tickwork.drivers.admin import QueueInfo
+from tickwork.api.schemas import QUEUE_LIMITS_BODY
+from tickwork.document.limits import parse_limits, queue_json
 
 router = APIRouter(prefix="/api/v1/queues", tags=["queues"])
-
-
-def queue_json(q: QueueInfo) -> dict[str, Any]:
-    return {"name": q.name, "paused": q.paused, "waiting": q.waiting, "due": q.due,
-            "running": q.running}
+Body = Annotated[Any, Depends(json_body)]
 
 
 @router.get("", dependencies=[READ], responses=problems(401, 403),
@@ -35,3 +34,10 @@ async def pause_queue(client: ClientDep, name: str) -> dict[str, Any]:
              summary="Start runs from this queue again")
 async def resume_queue(client: ClientDep, name: str) -> dict[str, Any]:
     return queue_json(await client.resume_queue(name))
+
+
+@router.put("/{name}/limits", dependencies=[ADMIN], openapi_extra=QUEUE_LIMITS_BODY,
+            responses=problems(401, 403, 413, 415, 422),
+            summary="Set the queue's limits across every worker (absent or null: none)")
+async def set_queue_limits(client: ClientDep, name: str, body: Body) -> dict[str, Any]:
+    return queue_json(await client.set_queue_limits(name, parse_limits(body)))

@@ -63,6 +63,11 @@ _FIELDS: dict[str, Any] = {
                        "items": {"type": "string", "minLength": 1, "maxLength": 200},
                        "description": f"names of jobs to trigger when a run ends: {event}"}
        for event in ("success", "failure", "dead")},
+    "limit_key": {"type": ["string", "null"], "pattern": "^[A-Za-z0-9_.-]{1,64}$",
+                  "description": "a named limit this job's starts count against "
+                                 "(docs/limits.md)"},
+    "max_concurrency": {"type": ["integer", "null"], "minimum": 1, "maximum": 100_000,
+                        "description": "overlap allow_all: at most this many runs at once"},
 }
 
 JOB_DOCUMENT: dict[str, Any] = {
@@ -139,3 +144,33 @@ CALENDAR_IMPORT_BODY = body({
                    "replace": {"type": "boolean", "default": False}}})
 
 STATES = [s.value for s in OccurrenceState]
+
+_ENQUEUE_FIELDS: dict[str, Any] = {
+    **{k: v for k, v in _FIELDS.items() if k != "schedule"},
+    "at": {**_INSTANT, "nullable": True, "description": "when it runs; default: now"},
+    "dedupe_key": {"type": "string", "minLength": 1, "maxLength": 200,
+                   "description": "an enqueue with a key held by a job (within its window) "
+                                  "returns that job instead of creating one"},
+    "dedupe_window_seconds": {**_DURATION, "description": "how long the key is held; "
+                                                          "default 3600"},
+}
+ENQUEUE_REQUEST: dict[str, Any] = {
+    "type": "object", "required": ["kind", "payload"], "properties": _ENQUEUE_FIELDS,
+    "additionalProperties": False,
+    "example": {"kind": "http", "payload": {"method": "POST", "url": "https://example.org/hook",
+                                            "body": {"order": 42}},
+                "dedupe_key": "receipt-42"},
+}
+ENQUEUE_BODY = body(ENQUEUE_REQUEST)
+ENQUEUE_BULK_BODY = body({"type": "array", "items": ENQUEUE_REQUEST, "minItems": 1,
+                          "maxItems": 1000})
+_RATE = {"type": ["string", "null"],
+         "pattern": r"^\s*\d+\s*/\s*(s|sec|second|m|min|minute|h|hour)\s*$",
+         "description": "N/s, N/min or N/h (docs/limits.md)", "examples": ["50/s"]}
+_COUNT = {"type": ["integer", "null"], "minimum": 1, "maximum": 1_000_000}
+QUEUE_LIMITS_BODY = body({
+    "type": "object", "additionalProperties": False,
+    "properties": {"max_running": _COUNT, "rate": _RATE, "burst": _COUNT}})
+KEY_LIMIT_BODY = body({
+    "type": "object", "additionalProperties": False, "required": ["rate"],
+    "properties": {"rate": {**_RATE, "type": "string"}, "burst": _COUNT}})

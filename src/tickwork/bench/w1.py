@@ -8,6 +8,9 @@ start lateness, lost, duplicated and early executions, peak memory per process k
 With ``steady_rate``, a second set of one-off jobs is due at that rate, evenly, from a second
 before T for ``steady_seconds``: the work a deployment has to keep on time while a burst
 drains. Their start lateness is reported apart, overall and for those due during the drain.
+
+With ``global_limit``, the jobs' queue gets that ``max_running`` across every worker before
+they are created (docs/limits.md): the cost of a limit on the claim path, next to a run without.
 """
 
 from __future__ import annotations
@@ -20,11 +23,13 @@ from typing import Any
 
 from tickwork.bench.record import Tally, lateness_summary
 from tickwork.bench.runner import Bench, CpuMeter, memory_figures
+from tickwork.document.limits import Limits
 from tickwork.models import idempotency_key
 
 MARGIN_SECONDS = 3.0
 STEADY_LEAD_SECONDS = 1.0  # the steady stream is already flowing when the burst is due
 BURST, STEADY = 0, 1  # the tally's groups
+QUEUE = "default"  # the queue the jobs run in (Bench.one_off names none)
 
 
 def lead_seconds(jobs: int, rate: float) -> float:
@@ -33,7 +38,11 @@ def lead_seconds(jobs: int, rate: float) -> float:
 
 
 async def run_w1(bench: Bench, *, jobs: int, drain_timeout: float, steady_rate: float = 0.0,
-                 steady_seconds: float = 10.0) -> dict[str, Any]:
+                 steady_seconds: float = 10.0, global_limit: int | None = None
+                 ) -> dict[str, Any]:
+    if global_limit is not None:
+        await bench.client.set_queue_limits(QUEUE, Limits(max_running=global_limit))
+        bench.progress.say(f"W1: queue {QUEUE} limited to {global_limit:,} running at once")
     steady = int(steady_rate * steady_seconds)
     lead = lead_seconds(jobs + steady, bench.warmup_rate)
     at = datetime.fromtimestamp(math.ceil(time.time() + lead), UTC)
@@ -79,7 +88,8 @@ async def run_w1(bench: Bench, *, jobs: int, drain_timeout: float, steady_rate: 
     drain = max(max(e.started for e in burst) - t, 0.0) if burst else None
     figures: dict[str, Any] = {
         "workload": "w1",
-        "parameters": {"jobs": jobs, "lead_seconds": round(lead, 1)},
+        "parameters": {"jobs": jobs, "lead_seconds": round(lead, 1),
+                       "global_limit": global_limit},
         "creation": {"jobs": jobs + steady, "seconds": round(took, 3),
                      "jobs_per_second": round(creation_rate, 1), "finished_before_t":
                      not late_created},

@@ -93,7 +93,8 @@ def _common(command: F) -> F:
     "tickwork bench w1",
     "tickwork bench w1 --jobs 100000 --database postgresql://postgres@127.0.0.1/postgres",
     "tickwork bench w1 --against ../shared/peers/pgqueuer-w1 --rounds 3",
-    "tickwork bench w1 --jobs 20000 --steady 200"))
+    "tickwork bench w1 --jobs 20000 --steady 200",
+    "tickwork bench w1 --jobs 20000 --global-limit 64"))
 @_common
 @click.option("--jobs", type=POSITIVE, default=20_000, show_default=True, help="how many jobs")
 @click.option("--timeout", type=POSITIVE, default=300, show_default=True,
@@ -108,6 +109,9 @@ def _common(command: F) -> F:
               "lateness is reported apart (the work kept on time while a burst drains)")
 @click.option("--steady-seconds", type=POSITIVE, default=10, show_default=True,
               help="with --steady: how long the steady stream lasts")
+@click.option("--global-limit", metavar="N", type=POSITIVE,
+              help="limit the jobs' queue to N running at once across every worker "
+              "(docs/limits.md): what a limit costs on the claim path")
 async def w1(**params: Any) -> int:
     """Burst: N one-off no-op jobs all due at one instant; creation rate, drain time and
     lateness."""
@@ -253,7 +257,8 @@ async def _workload(args: argparse.Namespace, bench: Any) -> dict[str, Any]:
         rate = args.steady or 0  # no --steady: no steady stream
         bench.progress.total = args.jobs + int(rate * args.steady_seconds)
         return await run_w1(bench, jobs=args.jobs, drain_timeout=args.timeout,
-                            steady_rate=rate, steady_seconds=args.steady_seconds)
+                            steady_rate=rate, steady_seconds=args.steady_seconds,
+                            global_limit=args.global_limit)
     if args.workload == "w2":
         from tickwork.bench.w2 import profile_from_args, run_w2  # noqa: PLC0415
 

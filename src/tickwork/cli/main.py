@@ -27,7 +27,9 @@ from tickwork.cli import (
     calendars,
     consume,
     distributed,
+    enqueue,
     jobs,
+    limits,
     queues,
     runs,
     secrets,
@@ -91,9 +93,9 @@ def completion(shell: str) -> int:
 
 def build_cli() -> click.Group:
     for group in (service.run, service.migrate, distributed.scheduler, distributed.worker,
-                  consume.consume, api.api, jobs.jobs, calendars.calendars, runs.runs,
-                  queues.queues, audit.audit, alerts.alerts, api.tokens, secrets.secrets,
-                  bench.bench):
+                  consume.consume, api.api, jobs.jobs, enqueue.enqueue, calendars.calendars,
+                  runs.runs, queues.queues, limits.limits, audit.audit, alerts.alerts,
+                  api.tokens, secrets.secrets, bench.bench):
         cli.add_command(group)
     return cli
 

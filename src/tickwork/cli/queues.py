@@ -1,4 +1,5 @@
-"""``tickwork queues list|pause|resume``: the lanes jobs run in, and their pause switch."""
+"""``tickwork queues list|pause|resume|set``: the lanes jobs run in, their pause switch and
+their limits across every worker (docs/limits.md)."""
 
 from __future__ import annotations
 
@@ -7,26 +8,24 @@ import click
 from tickwork.cli.common import open_client
 from tickwork.cli.options import Group, Target, examples, json_flag, store_options
 from tickwork.cli.output import print_json, print_table
+from tickwork.document.limits import parse_limits, queue_json
 from tickwork.drivers.admin import QueueInfo
 
 
 @click.group(cls=Group, epilog=examples(
     "tickwork queues list",
     "tickwork queues pause mail",
-    "tickwork queues resume mail --api https://tickwork.example.org"))
+    "tickwork queues resume mail --api https://tickwork.example.org",
+    "tickwork queues set payments --max-running 5 --rate 50/s --burst 10"))
 def queues() -> None:
-    """See, pause and resume queues.
+    """See, pause, resume and limit queues.
 
-    Shows how many runs wait, are due and run in each queue.
+    Shows how many runs wait, are due and run in each queue, and its limits across every
+    worker.
 
     Works on a database (--database) or, with --api and an admin token for pause and
     resume, through the REST API.
     """
-
-
-def queue_json(q: QueueInfo) -> dict[str, object]:
-    return {"name": q.name, "paused": q.paused, "waiting": q.waiting, "due": q.due,
-            "running": q.running}
 
 
 @queues.command("list", epilog=examples("tickwork queues list", "tickwork queues list --json"))
@@ -42,9 +41,50 @@ async def list_queues(target: Target, as_json: bool) -> int:
     if as_json:
         print_json([queue_json(q) for q in found])
     else:
-        print_table(["QUEUE", "PAUSED", "WAITING", "DUE", "RUNNING"],
-                    [(q.name, "yes" if q.paused else "", q.waiting, q.due, q.running)
+        print_table(["QUEUE", "PAUSED", "WAITING", "DUE", "RUNNING", "MAX RUNNING", "RATE",
+                     "TOKENS"],
+                    [(q.name, "yes" if q.paused else "", q.waiting, q.due, q.running,
+                      "" if q.max_running is None else q.max_running, _rate(q), _tokens(q))
                      for q in found])
+    return 0
+
+
+def _rate(q: QueueInfo) -> str:
+    return "" if q.rate is None else f"{q.rate} burst {q.burst}"
+
+
+def _tokens(q: QueueInfo) -> str:
+    return "" if q.tokens is None else f"{q.tokens:.1f}"
+
+
+@queues.command("set", epilog=examples(
+    "tickwork queues set payments --max-running 5",
+    "tickwork queues set payments --max-running 5 --rate 50/s --burst 10",
+    "tickwork queues set payments  # no options: remove every limit"))
+@click.argument("name", metavar="QUEUE")
+@click.option("--max-running", type=int, default=None,
+              help="At most this many attempts of the queue run at once, on all workers.")
+@click.option("--rate", default=None, metavar="N/s|N/min|N/h",
+              help="At most this many starts per second, minute or hour, on all workers.")
+@click.option("--burst", type=int, default=None,
+              help="How many of the rate's starts may happen at once (default: the count).")
+@json_flag("print the queue as JSON")
+@store_options(api=True)
+async def set_queue(target: Target, name: str, *, max_running: int | None,
+                    rate: str | None, burst: int | None, as_json: bool) -> int:
+    """Set QUEUE's limits across every worker; an option left out is no limit."""
+    limits = parse_limits({"max_running": max_running, "rate": rate, "burst": burst})
+    client = await open_client(target)
+    try:
+        queue = await client.set_queue_limits(name, limits)
+    finally:
+        await client.close()
+    if as_json:
+        print_json(queue_json(queue))
+    else:
+        parts = [f"max running {queue.max_running}" if queue.max_running else "",
+                 f"rate {_rate(queue)}" if queue.rate else ""]
+        print(f"queue {queue.name}: {', '.join(p for p in parts if p) or 'no limits'}")
     return 0
 
 

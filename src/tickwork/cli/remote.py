@@ -22,11 +22,19 @@ import httpx
 
 from tickwork.client.calendars import CalendarChange
 from tickwork.document import job_document, parse_job_document
+from tickwork.document.limits import (
+    Limits,
+    key_limit_from_json,
+    limits_body,
+    queue_from_json,
+)
 from tickwork.document.render import when
 from tickwork.drivers.admin import QueueInfo
 from tickwork.drivers.alerts import MAX_ALERTS, AlertDelivery, StoredAlert
 from tickwork.drivers.base import MAX_BATCH
 from tickwork.drivers.calendars import StoredCalendar
+from tickwork.drivers.enqueue import Enqueued
+from tickwork.drivers.limits import KeyLimitInfo
 from tickwork.errors import Conflict, StoreUnavailable, TickworkError, ValidationError
 from tickwork.models import (
     Attempt,
@@ -104,6 +112,11 @@ class RemoteClient:
                                   f"once, all or none (got {len(docs)}); split the input")
         body = await self._call("POST", "/jobs", json=docs)
         return [job_from_json(item) for item in body["items"]]
+
+    async def enqueue_many(self, requests: Sequence[Mapping[str, Any]]) -> list[Enqueued]:
+        body = await self._call("POST", "/enqueue/bulk", json=list(requests))
+        return [Enqueued(job=job_from_json(i["job"]), created=i["created"])
+                for i in body["items"]]
 
     async def get_job(self, ref: str) -> Job:
         return job_from_json(await self._call("GET", f"/jobs/{_segment(ref)}"))
@@ -250,6 +263,21 @@ class RemoteClient:
 
     async def resume_queue(self, name: str) -> QueueInfo:
         return queue_from_json(await self._call("POST", f"/queues/{_segment(name)}/resume"))
+
+    async def set_queue_limits(self, name: str, limits: Limits) -> QueueInfo:
+        return queue_from_json(await self._call(
+            "PUT", f"/queues/{_segment(name)}/limits", json=limits_body(limits)))
+
+    async def list_limits(self) -> list[KeyLimitInfo]:
+        return [key_limit_from_json(k) for k in (await self._call("GET", "/limits"))["items"]]
+
+    async def set_limit(self, key: str, limits: Limits) -> KeyLimitInfo:
+        body = {k: v for k, v in limits_body(limits).items() if k != "max_running"}
+        return key_limit_from_json(await self._call("PUT", f"/limits/{_segment(key)}",
+                                                    json=body))
+
+    async def delete_limit(self, key: str) -> None:
+        await self._call("DELETE", f"/limits/{_segment(key)}")
 
     # --- calendars ----------------------------------------------------------------------
 
@@ -446,8 +474,3 @@ def change_from_json(doc: Mapping[str, Any]) -> CalendarChange:
     return CalendarChange(calendar=calendar_from_json(doc), jobs=doc.get("replanned_jobs", 0),
                           removed=doc.get("removed_runs", 0),
                           warnings=tuple(doc.get("warnings", ())))
-
-
-def queue_from_json(doc: Mapping[str, Any]) -> QueueInfo:
-    return QueueInfo(name=doc["name"], paused=doc["paused"], waiting=doc["waiting"],
-                     due=doc["due"], running=doc["running"])

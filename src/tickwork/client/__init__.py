@@ -26,6 +26,7 @@ from tickwork.client.calendars import (
     check_calendars,
 )
 from tickwork.client.chains import CHAIN_FIELDS, check_chains
+from tickwork.client.oneoff import EnqueueMethods
 from tickwork.clock import Clock, SystemClock
 from tickwork.document import (
     QUEUE_NAME,
@@ -36,6 +37,7 @@ from tickwork.document import (
     parse_job_document,
     to_spec,
 )
+from tickwork.document.limits import Limits, limit_name
 from tickwork.document.render import spec_diff
 from tickwork.document.text import not_unicode
 from tickwork.drivers import open_driver
@@ -68,6 +70,7 @@ from tickwork.drivers.base import (
     Store,
 )
 from tickwork.drivers.calendars import CalendarCache
+from tickwork.drivers.limits import KeyLimitInfo, KeyLimitSetParams, QueueLimitsSetParams
 from tickwork.errors import JobNotFound, OccurrenceNotFound, ValidationError
 from tickwork.executors.admission import JobPolicy
 from tickwork.models import (
@@ -163,7 +166,7 @@ def _check_texts(**fields: str | None) -> None:
             raise ValidationError(name, reason)
 
 
-class AsyncClient(CalendarMethods):
+class AsyncClient(CalendarMethods, EnqueueMethods):
     def __init__(self, store: Store, *, clock: Clock | None = None,
                  on_change: Callable[[], None] | None = None,
                  after_insert: Callable[[Sequence[Occurrence]], Awaitable[object]] | None = None,
@@ -471,6 +474,36 @@ class AsyncClient(CalendarMethods):
             raise ValidationError("queue", QUEUE_NAME_RULE)
         return await self.admin.queue_set_paused(
             QueueSetPausedParams(name=name, paused=paused, now=self.clock.now()))
+
+    # -- limits (docs/limits.md) -------------------------------------------------------------
+
+    async def set_queue_limits(self, name: str, limits: Limits) -> QueueInfo:
+        """Replace a queue's limits (a value left None is no limit); its bucket starts full."""
+        limit_name(name, "queue")
+        now = self.clock.now()
+        await self.admin.queue_limits_set(QueueLimitsSetParams(
+            name=name, now=now, max_running=limits.max_running, rate=limits.rate,
+            burst=limits.burst))
+        self._changed()  # a raised limit: workers look again
+        return next(q for q in await self.admin.queue_list(QueueListParams(now=now))
+                    if q.name == name)
+
+    async def list_limits(self) -> list[KeyLimitInfo]:
+        return await self.admin.key_limit_list(self.clock.now())
+
+    async def set_limit(self, key: str, limits: Limits) -> KeyLimitInfo:
+        limit_name(key, "key")
+        if limits.rate is None:
+            raise ValidationError("rate", "is required")
+        info = await self.admin.key_limit_set(KeyLimitSetParams(
+            key=key, rate=limits.rate, now=self.clock.now(), burst=limits.burst))
+        self._changed()
+        return info
+
+    async def delete_limit(self, key: str) -> None:
+        """Raises LimitNotFound."""
+        await self.admin.key_limit_delete(key)
+        self._changed()
 
     async def stats(self, window_seconds: int = 3600) -> Stats:
         return await self.admin.stats_get(

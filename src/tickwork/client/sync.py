@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine, Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tickwork.client.calendars import CalendarChange
@@ -17,6 +17,7 @@ from tickwork.clock import Clock
 from tickwork.drivers.alerts import StoredAlert
 from tickwork.drivers.base import MAX_BATCH
 from tickwork.drivers.calendars import StoredCalendar
+from tickwork.drivers.enqueue import Enqueued
 from tickwork.models import (
     Attempt,
     AuditEntry,
@@ -80,6 +81,19 @@ class Client:
 
     def create_jobs(self, jobs: Iterable[JobInput], *, actor: str | None = None) -> list[Job]:
         return self._run(self._inner.create_jobs(list(jobs), actor=actor))
+
+    def enqueue(self, kind: str, payload: Mapping[str, Any], *, at: datetime | None = None,
+                queue: str | None = None, retry: Mapping[str, Any] | None = None,
+                dedupe_key: str | None = None,
+                dedupe_window: float | str | timedelta | None = None,
+                actor: str | None = None, **fields: Any) -> Enqueued:
+        return self._run(self._inner.enqueue(
+            kind, payload, at=at, queue=queue, retry=retry, dedupe_key=dedupe_key,
+            dedupe_window=dedupe_window, actor=actor, **fields))
+
+    def enqueue_many(self, requests: Iterable[Mapping[str, Any]], *,
+                     actor: str | None = None) -> list[Enqueued]:
+        return self._run(self._inner.enqueue_many(list(requests), actor=actor))
 
     def get_job(self, ref: str) -> Job:
         return self._run(self._inner.get_job(ref))

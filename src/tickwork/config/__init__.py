@@ -97,6 +97,8 @@ class Settings:
     rescue_interval_seconds: float = 5.0
     retention_days: int = 30  # run history (finished runs, attempts) older than this is pruned
     audit_retention_days: int = 365  # audit entries older than this are pruned
+    # Finished one-off jobs and deleted jobs are purged this long after they ended.
+    finished_job_retention_seconds: float = 7 * 86400.0
     shard_count: int = 64  # PostgreSQL: shards jobs are spread over (fixed when first migrated)
     # PostgreSQL: a scheduler's lease on its shards, renewed every third of it; a killed
     # scheduler's shards are taken over after about this long.
@@ -230,6 +232,7 @@ _SETTING_KINDS: dict[str, _Kind] = {
     "rescue_interval_seconds": "seconds",
     "retention_days": "int",
     "audit_retention_days": "int",
+    "finished_job_retention_seconds": "seconds",
     "shard_count": "int",
     "shard_lease_seconds": "seconds",
     "max_deliveries": "int",

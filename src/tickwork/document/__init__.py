@@ -132,6 +132,11 @@ def _parse(doc: object, defaults: JobSpec | None,
             raise ValidationError(name, "is required")
     if not payload_checked:
         values["payload"] = _checked_payload(values["kind"], values["payload"], shared)
+    if values.get("max_concurrency") is not None and values.get(
+            "overlap", Overlap.SKIP) is not Overlap.ALLOW_ALL:
+        raise ValidationError("max_concurrency", "applies only to overlap 'allow_all' (every "
+                              "other policy runs one at a time); set overlap to 'allow_all' "
+                              "or leave max_concurrency out")
     return JobSpec(**values)
 
 
@@ -187,6 +192,10 @@ def job_document(spec: JobSpec) -> dict[str, Any]:
     }
     if spec.alerts is not None:  # written only when set, as the store does
         doc["alerts"] = json.loads(spec.alerts)
+    if spec.limit_key is not None:
+        doc["limit_key"] = spec.limit_key
+    if spec.max_concurrency is not None:
+        doc["max_concurrency"] = spec.max_concurrency
     return doc
 
 

@@ -448,6 +448,8 @@ def fmt(amount: float) -> str:
     return f"{amount:.3f}".rstrip("0").rstrip(".")
 
 
+MAX_CONCURRENCY_RANGE = (1, 100_000)
+
 FIELD_PARSERS: dict[str, _Parser] = {
     "name": name,
     "queue": queue,
@@ -465,6 +467,9 @@ FIELD_PARSERS: dict[str, _Parser] = {
     "on_success": chain,
     "on_failure": chain,
     "on_dead": chain,
+    "limit_key": lambda value, field: None if value is None else queue(value, field),
+    "max_concurrency": lambda value, field: (
+        None if value is None else integer(value, field, *MAX_CONCURRENCY_RANGE)),
 }
 
 _RETRY_PARSERS: dict[str, _Parser] = {

@@ -29,6 +29,9 @@ class Driver(Protocol):
     shards: bool  # schedulers split the jobs by leased shards
     partitions: bool  # history lives in time partitions the pruner drops
     listen: bool  # processes wake each other with LISTEN/NOTIFY
+    # Claims obey queue and key limits across every process (drivers/limits.py), whatever
+    # dispatches the runs: with Redis dispatch the store still decides (DESIGN rule 1).
+    limits: bool
 
     @property
     def store(self) -> Store: ...

@@ -14,6 +14,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
+from tickwork.drivers.limits import LimitStore, Rate, limit_state
+from tickwork.drivers.rows import RowLike
 from tickwork.errors import TickworkError
 
 if TYPE_CHECKING:
@@ -45,6 +47,11 @@ class QueueInfo:
     waiting: int  # scheduled, queued or retrying
     due: int  # waiting and due now: the queue's depth
     running: int
+    # Limits across every worker (drivers/limits.py); None: not limited.
+    max_running: int | None = None
+    rate: Rate | None = None
+    burst: int | None = None
+    tokens: float | None = None  # the rate's tokens left at the ``now`` of the listing
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +143,7 @@ class TokenRevokeParams:
     now: datetime
 
 
-class AdminStore(Protocol):
+class AdminStore(LimitStore, Protocol):
     """Reads and small writes for the API and dashboard. Every method is one transaction."""
 
     async def health_check(self) -> None:
@@ -161,6 +168,17 @@ class AdminStore(Protocol):
     async def token_revoke(self, p: TokenRevokeParams) -> TokenInfo:
         """Raises LookupError (TokenNotFound) when no active token has the id or name."""
         ...
+
+
+def queue_info(row: RowLike, tokens_at: datetime | None, now: datetime,
+               paused: bool) -> QueueInfo:
+    """A queue_list row (name, waiting, due, running and the limit columns) as QueueInfo."""
+    limit = limit_state("queue", row, tokens_at)
+    return QueueInfo(name=row["name"], paused=paused, waiting=row["waiting"], due=row["due"],
+                     running=row["running"], max_running=limit.max_running,
+                     rate=limit.rate.rate if limit.rate else None,
+                     burst=limit.rate.burst if limit.rate else None,
+                     tokens=limit.rate.tokens(limit.bucket, now) if limit.rate else None)
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float | None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tickwork.drivers.alerts import AlertStore
 from tickwork.drivers.calendars import CalendarStore
 from tickwork.drivers.chaining import ChainFire
+from tickwork.drivers.enqueue import EnqueueStore
 from tickwork.models import (
     Attempt,
     AttemptOutcome,
@@ -342,6 +343,8 @@ class ClaimResult:
     missed: int = 0
     skipped: int = 0
     cancelled: list[LeaseRef] = field(default_factory=list)  # running ones cancel_previous ended
+    held: int = 0  # due runs a limit held back (drivers/limits.py): they wait, uncharged
+    recheck_at: datetime | None = None  # when the limits that held them may let one start
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,7 +392,7 @@ class WaitingOccurrence:
     priority: int
 
 
-class Store(CalendarStore, AlertStore, Protocol):
+class Store(CalendarStore, AlertStore, EnqueueStore, Protocol):
     """The source of truth. Every method is one transaction."""
 
     async def migrate(self) -> None: ...

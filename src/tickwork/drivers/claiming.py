@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from tickwork.drivers.base import LeaseRef
+from tickwork.drivers.limits import Budget
 from tickwork.models import JobSpec, OccurrenceState, Overlap, Trigger
 
 
@@ -40,6 +41,8 @@ class Candidate:
     trigger: Trigger
     spec: JobSpec
     overlap: Overlap | None = None  # the occurrence's own policy (a backfill's choice)
+    queue: str = ""
+    limited_at: datetime | None = None  # when a limit first held it back
 
     @property
     def policy(self) -> Overlap:
@@ -59,11 +62,13 @@ class ClaimPlan:
     skipped: list[Candidate] = field(default_factory=list)  # skipped_overlap
     superseded: list[Candidate] = field(default_factory=list)  # cancelled before they ran
     cancel_running: list[LeaseRef] = field(default_factory=list)
+    held: list[Candidate] = field(default_factory=list)  # a limit holds them back: they wait
 
 
 def is_past_catchup(c: Candidate, now: datetime) -> bool:
-    """A scheduled occurrence that never started and is older than its job's catch-up window."""
-    if c.trigger is not Trigger.SCHEDULE or c.started:
+    """A scheduled occurrence that never started and is older than its job's catch-up window.
+    One a limit held back before then is not: it waits for its turn, however long."""
+    if c.trigger is not Trigger.SCHEDULE or c.started or c.limited_at is not None:
         return False
     return now - c.scheduled_at > timedelta(seconds=c.spec.catchup_window_seconds)
 
@@ -74,11 +79,16 @@ def plan_claims(
     now: datetime,
     limit: int,
     retrying: Collection[str] = frozenset(),
+    *,
+    budget: Budget | None = None,
 ) -> ClaimPlan:
     """Decide each candidate's fate. ``running`` maps a job id to its running attempts;
-    ``retrying`` holds the jobs with a started occurrence waiting for its next attempt."""
+    ``retrying`` holds the jobs with a started occurrence waiting for its next attempt;
+    ``budget`` is what the queue and key limits let start (None: no limit applies). A job's
+    ``max_concurrency`` counts its running attempts and the ones this plan takes."""
     plan = ClaimPlan()
     running_of = {job_id: list(refs) for job_id, refs in running.items()}  # read each once
+    take = _Taker(plan, limit, budget, {j: len(refs) for j, refs in running_of.items()})
     busy = {job_id for job_id, refs in running_of.items() if refs}
     # A newer occurrence waits behind a started one even when it is due first.
     unfinished = set(retrying) | {c.job_id for c in candidates if c.started}
@@ -89,16 +99,9 @@ def plan_claims(
         if is_past_catchup(c, now):
             plan.missed.append(c)
         elif c.policy is Overlap.CANCEL_PREVIOUS:
-            if latest_cancel_previous[c.job_id] is not c:
-                plan.superseded.append(c)
-                continue
-            if len(plan.claim) >= limit:
-                continue  # no room: the running one goes on, and this one waits its turn
-            if c.job_id in busy:
-                plan.cancel_running.extend(running_of.get(c.job_id, ()))
-            _take(plan, c, busy, limit)
+            _cancel_previous(c, latest_cancel_previous, take, busy, running_of)
         elif c.policy is Overlap.ALLOW_ALL or not _held_back(c, busy, unfinished):
-            _take(plan, c, busy, limit)
+            take(c, busy)
         elif c.started:
             continue  # started: never skipped; it runs once the job's running one ends
         elif c.policy is Overlap.SKIP:
@@ -112,16 +115,48 @@ def plan_claims(
     return plan
 
 
+def _cancel_previous(c: Candidate, latest: Mapping[str, Candidate], take: _Taker,
+                     busy: set[str], running_of: Mapping[str, list[LeaseRef]]) -> None:
+    if latest[c.job_id] is not c:
+        take.plan.superseded.append(c)
+    elif len(take.plan.claim) < take.limit and take.may(c):
+        # With no room, or a limit holding it, the running one goes on and this one waits.
+        if c.job_id in busy:
+            take.plan.cancel_running.extend(running_of.get(c.job_id, ()))
+        take(c, busy)
+
+
 def _held_back(c: Candidate, busy: set[str], unfinished: set[str]) -> bool:
     """Something earlier of the job runs, or (for a run that never started) waits to retry."""
     return c.job_id in busy or (not c.started and c.job_id in unfinished)
 
 
-def _take(plan: ClaimPlan, c: Candidate, busy: set[str], limit: int) -> None:
-    """Claim ``c`` if the batch has room; left out, it stays waiting for the next claim."""
-    if len(plan.claim) < limit:
-        plan.claim.append(c)
+class _Taker:
+    """Claims a candidate if the batch has room and the limits allow it; left out, it stays
+    waiting for the next claim (``plan.held`` when a limit is what held it)."""
+
+    def __init__(self, plan: ClaimPlan, limit: int, budget: Budget | None,
+                 running: dict[str, int]) -> None:
+        self.plan, self.limit, self.budget, self.running = plan, limit, budget, running
+
+    def may(self, c: Candidate) -> bool:
+        """The limits let ``c`` start; if not, it is noted as held."""
+        cap = c.spec.max_concurrency if c.policy is Overlap.ALLOW_ALL else None
+        if (cap is not None and self.running.get(c.job_id, 0) >= cap) or (
+                self.budget is not None
+                and not self.budget.allows(c.queue, c.spec.limit_key)):
+            self.plan.held.append(c)
+            return False
+        return True
+
+    def __call__(self, c: Candidate, busy: set[str]) -> None:
+        if len(self.plan.claim) >= self.limit or not self.may(c):
+            return
+        self.plan.claim.append(c)
         busy.add(c.job_id)
+        self.running[c.job_id] = self.running.get(c.job_id, 0) + 1
+        if self.budget is not None:
+            self.budget.spend(c.queue, c.spec.limit_key)
 
 
 def _latest_per_job(candidates: Sequence[Candidate], overlap: Overlap) -> dict[str, Candidate]:
@@ -180,5 +215,27 @@ def left_waiting(claimable: Sequence[Key], plan: ClaimPlan,
     """Claimable keys the plan neither claimed nor marked: an overlap policy keeps them
     waiting (buffer_one, buffer_all behind a running one), so they are re-armed."""
     decided = {(c.job_id, c.scheduled_at) for part in (plan.claim, plan.missed, plan.skipped,
-                                                       plan.superseded) for c in part}
+                                                       plan.superseded, plan.held) for c in part}
     return [(*k, rows[k].due_at) for k in claimable if k not in decided]
+
+
+def held_by_limits(plan: ClaimPlan, budget: Budget | None, now: datetime,
+                   recheck_seconds: float = 0.25) -> list[tuple[str, datetime, datetime]]:
+    """Runs a limit held back, with when to look at them again: when the bucket that held
+    them has a token again, or soon (a slot frees when a running attempt ends)."""
+    out = []
+    for c in plan.held:
+        wait = recheck_seconds if budget is None else budget.retry_seconds(
+            c.queue, c.spec.limit_key, recheck_seconds)
+        out.append((c.job_id, c.scheduled_at, now + timedelta(seconds=wait)))
+    return out
+
+
+SLOT_RECHECK_SECONDS = 0.1  # a run held by a count (max_running, max_concurrency): look again
+
+
+def recheck_at(plan: ClaimPlan, budget: Budget | None, now: datetime) -> datetime | None:
+    """When a claimer of the queue should look again at the runs a limit held (None: none
+    held): a worker sleeps until then rather than polling what it cannot start."""
+    dues = [due for _, _, due in held_by_limits(plan, budget, now, SLOT_RECHECK_SECONDS)]
+    return min(dues) if dues else None

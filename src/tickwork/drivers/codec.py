@@ -130,11 +130,16 @@ _TAILS: dict[tuple[object, ...], str] = {}
 
 def _tail_json(spec: JobSpec) -> str:
     text = _plain_tail_json(spec)
-    if not (spec.on_success or spec.on_failure or spec.on_dead):
-        return text  # older specs have no chaining fields: the same text as before
-    return (f'{text[:-1]},"on_success":{_JSON.encode(list(spec.on_success))},'
-            f'"on_failure":{_JSON.encode(list(spec.on_failure))},'
-            f'"on_dead":{_JSON.encode(list(spec.on_dead))}}}')
+    if spec.on_success or spec.on_failure or spec.on_dead:
+        text = (f'{text[:-1]},"on_success":{_JSON.encode(list(spec.on_success))},'
+                f'"on_failure":{_JSON.encode(list(spec.on_failure))},'
+                f'"on_dead":{_JSON.encode(list(spec.on_dead))}}}')
+    # Limits, only when set: a spec without them reads as before.
+    if spec.limit_key is not None:
+        text = f'{text[:-1]},"limit_key":{_text(spec.limit_key)}}}'
+    if spec.max_concurrency is not None:
+        text = f'{text[:-1]},"max_concurrency":{_number(spec.max_concurrency)}}}'
+    return text
 
 
 def _plain_tail_json(spec: JobSpec) -> str:
@@ -222,7 +227,8 @@ def spec_from_json(text: str) -> JobSpec:
                    known.priority, known.retry, known.timeout_seconds, known.overlap,
                    known.catchup_window_seconds, known.paused, known.tags, known.delivery,
                    alerts=known.alerts, on_success=known.on_success,
-                   on_failure=known.on_failure, on_dead=known.on_dead)
+                   on_failure=known.on_failure, on_dead=known.on_dead,
+                   limit_key=known.limit_key, max_concurrency=known.max_concurrency)
 
 
 def _split_name(text: str) -> tuple[str, str] | None:
@@ -272,6 +278,8 @@ def _parse(text: str) -> JobSpec:
         on_success=tuple(d.get("on_success", ())),
         on_failure=tuple(d.get("on_failure", ())),
         on_dead=tuple(d.get("on_dead", ())),
+        limit_key=d.get("limit_key"),
+        max_concurrency=d.get("max_concurrency"),
     )
 
 

@@ -28,13 +28,15 @@ class ApiProcess(Process):
 
     async def start(self) -> None:
         from tickwork.api.app import create_app  # noqa: PLC0415  (FastAPI loads only to serve)
+        from tickwork.api.deps import retention_of  # noqa: PLC0415
         from tickwork.api.server import ApiServer  # noqa: PLC0415
 
         s = self.settings
         self.client = await client_for(s, driver=self.driver)
         self.http = ApiServer(create_app(self.client, open_access=s.open_access,
                                          allowed_hosts=[s.host], metrics=self.metrics,
-                                         access_log=s.access_log),
+                                         access_log=s.access_log,
+                                         retention=retention_of(s)),
                               host=s.host, port=s.port)
         await self.http.start()
         log.info("API and dashboard on %s/dashboard/ (%s)", self.http.url,

@@ -18,6 +18,7 @@ from tickwork.config import Settings
 from tickwork.document.alerts import parse_alert_defaults
 from tickwork.drivers import Driver
 from tickwork.drivers.base import Completion, Store
+from tickwork.drivers.enqueue import JobsPurged
 from tickwork.drivers.history import HistoryStore
 from tickwork.executors import build_executors
 from tickwork.executors.base import Executor, ExecutorSettings
@@ -155,8 +156,19 @@ def alert_loops(settings: Settings, *, store: Store, clock: Clock,
     return evaluator, deliverer
 
 
-def pruner(settings: Settings, *, store: Store, clock: Clock) -> Pruner:
-    """History and audit retention: both drivers' stores keep the history seam."""
+def pruner(settings: Settings, *, store: Store, clock: Clock,
+           metrics: Metrics | None = None) -> Pruner:
+    """History and audit retention (both drivers' stores keep the history seam), and the
+    purge of finished one-off and deleted jobs past ``finished_job_retention_seconds``,
+    counted in ``metrics``."""
+
+    def purged(done: JobsPurged) -> None:
+        assert metrics is not None
+        metrics.jobs_purged("finished", done.finished)
+        metrics.jobs_purged("deleted", done.deleted)
+
     return Pruner(store=cast(HistoryStore, store), clock=clock,
                   retention_days=settings.retention_days,
-                  audit_retention_days=settings.audit_retention_days)
+                  audit_retention_days=settings.audit_retention_days, jobs=store,
+                  finished_job_retention_seconds=settings.finished_job_retention_seconds,
+                  on_purged=None if metrics is None else purged)

@@ -102,7 +102,8 @@ class EmbeddedService(Process):
             wake=self._rescued, sole_worker=worker if self.lock.held else None)
         self.alerts = assemble.alert_loops(s, store=self.store, clock=self.clock,
                                            executors=self.executors)
-        self.pruner = assemble.pruner(s, store=self.store, clock=self.clock)
+        self.pruner = assemble.pruner(s, store=self.store, clock=self.clock,
+                                      metrics=self.metrics)
         await self.rescuer.run_once(self.clock.now())  # orphans of a crashed predecessor
         await self._sync_jobs(jobs)
         for loop in (self.planner, self.rescuer, self.pruner, *self.alerts,
@@ -195,12 +196,14 @@ class EmbeddedService(Process):
 
     async def _start_api(self) -> None:
         from tickwork.api.app import create_app  # noqa: PLC0415  (FastAPI loads only to serve)
+        from tickwork.api.deps import retention_of  # noqa: PLC0415
         from tickwork.api.server import ApiServer  # noqa: PLC0415
 
         s = self.settings
         assert self.client is not None
         app = create_app(self.client, open_access=s.open_access, allowed_hosts=[s.host],
-                         metrics=self.metrics, access_log=s.access_log)
+                         metrics=self.metrics, access_log=s.access_log,
+                         retention=retention_of(s))
         self.http = ApiServer(app, host=s.host, port=s.port)
         await self.http.start()
         if s.open_access:

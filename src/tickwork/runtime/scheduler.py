@@ -22,7 +22,6 @@ from tickwork.runtime import assemble
 from tickwork.runtime.base import Process, Stoppable
 from tickwork.runtime.shared import open_shared_driver
 from tickwork.scheduler.loop import Loop
-from tickwork.scheduler.pruner import Pruner
 from tickwork.scheduler.shards import ShardLeaser
 
 log = logging.getLogger("tickwork.distributed")
@@ -59,9 +58,8 @@ class SchedulerProcess(Process):
         self.executors, self.secrets = assemble.executors(s.executors, driver)
         self.alerts = assemble.alert_loops(s, store=self.store, clock=self.clock,
                                            executors=self.executors, shards=self.leaser.shards)
-        self.pruner = Pruner(store=self.postgres, clock=self.clock,
-                             retention_days=s.retention_days,
-                             audit_retention_days=s.audit_retention_days)
+        self.pruner = assemble.pruner(s, store=self.postgres, clock=self.clock,
+                                      metrics=self.metrics)
         # A scheduler stopping gives its shards back and says so: take them now, not at the
         # next lease pass, so they are never left unplanned for seconds.
         self.listener = NotifyListener(s.database, lambda _: self.leaser.wake(),

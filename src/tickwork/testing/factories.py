@@ -57,6 +57,8 @@ def job_spec(
     tags: Sequence[str] = (),
     delivery: Delivery = Delivery.AT_LEAST_ONCE,
     alerts: str | None = None,
+    limit_key: str | None = None,
+    max_concurrency: int | None = None,
 ) -> JobSpec:
     """A valid spec: every minute, an HTTP ping, with the given fields changed."""
     return JobSpec(
@@ -75,6 +77,8 @@ def job_spec(
         tags=tuple(tags),
         delivery=delivery,
         alerts=alerts,
+        limit_key=limit_key,
+        max_concurrency=max_concurrency,
     )
 
 

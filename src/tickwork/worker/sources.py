@@ -71,6 +71,8 @@ class SqlClaimSource:
         self.worker_id = worker_id
         self.lease_seconds = lease_seconds
         self.poll_interval_seconds = poll_interval_seconds
+        # Per queue: when the limits that held runs back at the last claim may let one start.
+        self._recheck: dict[str, datetime] = {}
 
     def start(self, wake: Callable[[str], None]) -> None:
         pass
@@ -79,12 +81,20 @@ class SqlClaimSource:
         pass
 
     async def claim(self, queue: str, free: int, now: datetime) -> ClaimResult:
-        return await self.store.occurrence_claim(OccurrenceClaimParams(
+        result = await self.store.occurrence_claim(OccurrenceClaimParams(
             queue=queue, worker=self.worker_id, limit=free, now=now,
             lease_seconds=self.lease_seconds))
+        if result.recheck_at is not None:
+            self._recheck[queue] = result.recheck_at
+        else:
+            self._recheck.pop(queue, None)
+        return result
 
     async def idle_seconds(self, queue: str, now: datetime) -> float:
         timeout = self.poll_interval_seconds
+        recheck = self._recheck.get(queue)
+        if recheck is not None:  # a limit held due runs: look again when it may let one go
+            return min(timeout, max(0.0, (recheck - self.clock.now()).total_seconds()))
         next_due = await self.store.occurrence_next_due(queue, now)
         if next_due is not None:
             wait = (next_due - self.clock.now()).total_seconds()

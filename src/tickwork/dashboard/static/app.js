@@ -171,11 +171,14 @@ async function overview() {
   const counts = el("div", { class: "counts" });
   const charts = el("div", { class: "grid" });
   const queues = el("tbody");
+  const retention = el("div");
+  retentionCard().then((card) => retention.replaceChildren(card)).catch(() => {});
   render(el("h1", { text: "Overview" }),
     el("div", { class: "card" }, el("h2", { text: "Runs by state" }), counts),
     charts,
     el("div", { class: "card" }, el("h2", { text: "Queues" }), el("table", {},
-      el("thead", {}, el("tr", {}, ["Queue", "State", "Due now", "Waiting", "Running", ""].map((t) => el("th", { text: t })))), queues)));
+      el("thead", {}, el("tr", {}, ["Queue", "State", "Due now", "Waiting", "Running", "Limits", ""].map((t) => el("th", { text: t })))), queues)),
+    retention);
   async function refresh() {
     const [stats, qs] = await Promise.all([api("GET", "/api/v1/stats"), api("GET", "/api/v1/queues")]);
     const states = ["scheduled", "running", "retrying", "succeeded", "dead", "crashed", "missed", "skipped_overlap", "cancelled"];
@@ -189,12 +192,13 @@ async function overview() {
     queues.replaceChildren(...qs.items.map((q) => el("tr", {},
       el("td", { text: q.name }), el("td", {}, badge(q.paused ? "paused" : "active")),
       el("td", { text: q.due }), el("td", { text: q.waiting }), el("td", { text: q.running }),
+      el("td", {}, el("a", { href: "#/limits", text: limitText(q) })),
       el("td", {}, el("button", { type: "button", text: q.paused ? "Resume" : "Pause", onclick: async (e) => {
         e.target.disabled = true;
         try { await api("POST", `/api/v1/queues/${enc(q.name)}/${q.paused ? "resume" : "pause"}`); } catch (err) { alert(err.message); }
         refresh();
       } })))));
-    if (!qs.items.length) queues.append(el("tr", {}, el("td", { colspan: 6, class: "muted", text: "No queues yet." })));
+    if (!qs.items.length) queues.append(el("tr", {}, el("td", { colspan: 7, class: "muted", text: "No queues yet." })));
   }
   await refresh();
   every(5000, () => refresh().catch(() => {}));
@@ -480,6 +484,7 @@ async function route() {
     if (!parts.length) await overview();
     else if (parts[0] === "jobs" && parts.length === 1) await jobsList();
     else if (parts[0] === "new") await jobForm(null);
+    else if (parts[0] === "enqueue") await enqueuePage();
     else if (parts[0] === "jobs" && parts[2] === "edit") await jobForm(parts[1]);
     else if (parts[0] === "jobs" && parts[2] === "runs") await runPage(parts[1], parts[3]);
     else if (parts[0] === "jobs") await jobPage(parts[1]);
@@ -487,6 +492,7 @@ async function route() {
     else if (parts[0] === "calendars" && parts.length === 1) await calendarsPage();
     else if (parts[0] === "calendars") await calendarPage(parts[1]);
     else if (parts[0].startsWith("alerts")) await alertsPage();
+    else if (parts[0] === "limits") await limitsPage();
     else render(el("h1", { text: "Not found" }));
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return;

@@ -16,6 +16,7 @@ class PostgresDriver:
     shards = True
     partitions = True
     listen = True
+    limits = True
 
     def __init__(self, url: str, **store_options: Any) -> None:
         self.url = url

@@ -14,6 +14,15 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 
 from tickwork.drivers import admin as a
+from tickwork.drivers.limits import (
+    KeyLimitInfo,
+    KeyLimitSetParams,
+    LimitNotFound,
+    QueueLimitsSetParams,
+    key_limit_args,
+    key_limit_info,
+    queue_limit_args,
+)
 from tickwork.drivers.postgres.connection import Pool, Q, fetch_all, fetch_one
 from tickwork.drivers.postgres.rows import Row, instant, instant_or_none
 from tickwork.drivers.postgres.store import PostgresStore
@@ -41,7 +50,7 @@ class PostgresAdmin:
     async def queue_list(self, p: a.QueueListParams) -> list[a.QueueInfo]:
         async with self._pool.transaction() as conn:
             rows = await fetch_all(conn, Q["queue_list"], {"now": p.now, "name": None})
-        return [_queue(r) for r in rows]
+        return [_queue(r, p.now) for r in rows]
 
     async def queue_set_paused(self, p: a.QueueSetPausedParams) -> a.QueueInfo:
         async with self._pool.transaction() as conn:
@@ -50,7 +59,30 @@ class PostgresAdmin:
                 await conn.execute(Q["notify_queues"], ([p.name],))
             row = await fetch_one(conn, Q["queue_list"], {"now": p.now, "name": p.name})
         assert row is not None  # the queue has a row now
-        return _queue(row)
+        return _queue(row, p.now)
+
+    # -- limits (drivers/limits.py) ----------------------------------------------------------
+
+    async def queue_limits_set(self, p: QueueLimitsSetParams) -> None:
+        async with self._pool.transaction() as conn:
+            await conn.execute(Q["queue_limits_set"], queue_limit_args(p))
+            await conn.execute(Q["notify_queues"], ([p.name],))  # raised: claim again
+
+    async def key_limit_set(self, p: KeyLimitSetParams) -> KeyLimitInfo:
+        async with self._pool.transaction() as conn:
+            await conn.execute(Q["key_limit_set"], key_limit_args(p))
+        return key_limit_info(key_limit_args(p) | {"name": p.key, "tokens": None}, None, p.now)
+
+    async def key_limit_list(self, now: datetime) -> list[KeyLimitInfo]:
+        async with self._pool.transaction() as conn:
+            rows = await fetch_all(conn, Q["key_limit_list"])
+        return [key_limit_info(r, instant_or_none(r["tokens_at"]), now) for r in rows]
+
+    async def key_limit_delete(self, key: str) -> None:
+        async with self._pool.transaction() as conn:
+            cur = await conn.execute(Q["key_limit_delete"], {"key": key})
+            if cur.rowcount == 0:
+                raise LimitNotFound(key)
 
     # -- aggregates --------------------------------------------------------------------------
 
@@ -142,9 +174,8 @@ class PostgresAdmin:
         return _token(row)
 
 
-def _queue(row: Row) -> a.QueueInfo:
-    return a.QueueInfo(name=row["name"], paused=row["paused"], waiting=row["waiting"],
-                       due=row["due"], running=row["running"])
+def _queue(row: Row, now: datetime) -> a.QueueInfo:
+    return a.queue_info(row, instant_or_none(row["tokens_at"]), now, bool(row["paused"]))
 
 
 def _token(row: Row) -> a.TokenInfo:

@@ -25,12 +25,21 @@ from tickwork.drivers.claiming import (
     ClaimPlan,
     Key,
     KeyRow,
+    held_by_limits,
     left_waiting,
     plan_claims,
+    recheck_at,
     triage,
     unique,
 )
+from tickwork.drivers.limits import Budget, LimitState
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all
+from tickwork.drivers.postgres.limits import (
+    limits_note_held,
+    limits_read,
+    limits_write,
+    meets_limits,
+)
 from tickwork.drivers.postgres.rows import (
     Row,
     instant,
@@ -38,7 +47,7 @@ from tickwork.drivers.postgres.rows import (
     occurrence_from_row,
 )
 from tickwork.drivers.rows import STATES, TRIGGERS, SpecCache
-from tickwork.models import Claim, Job, OccurrenceState, Overlap
+from tickwork.models import Claim, Job, JobSpec, OccurrenceState, Overlap
 
 _MARKS = (
     ("missed", OccurrenceState.MISSED, "past its catch-up window"),
@@ -64,33 +73,55 @@ class ClaimMethods:
                 return b.ClaimResult(claims=[])
             rows = await self._with_job_locks(conn, rows)
             candidates = [self._candidate(r) for r in rows]
+            limits, budget = await self._limits(conn, candidates, rows, p.now)
             running, retrying = await self._unfinished_of(conn, {c.job_id for c in candidates})
-            plan = plan_claims(candidates, running, p.now, p.limit, retrying)
+            plan = plan_claims(candidates, running, p.now, p.limit, retrying, budget=budget)
             await self._apply_marks(conn, plan, p.now)
             claims = await self._apply_claims(conn, plan, rows, p)
+            await self._apply_limits(conn, plan, limits, budget, p.now)
         return b.ClaimResult(claims=claims, missed=len(plan.missed), skipped=len(plan.skipped),
-                             cancelled=plan.cancel_running)
+                             cancelled=plan.cancel_running, held=len(plan.held),
+                             recheck_at=recheck_at(plan, budget, p.now))
 
     async def _with_job_locks(self, conn: Conn, rows: list[Row]) -> list[Row]:
         """The candidates whose job this claimer may decide for now."""
         # By the occurrence's own policy (claim_overlap: a backfill's choice, else its job's):
         # an allow_all claim looks at nothing, and one that races a locked decision for the
         # same job is as if it came right after it, which allow_all permits.
+        # An allow_all job with a max_concurrency counts its running attempts: locked too.
         guarded = sorted({r["job_id"] for r in rows
-                          if r["claim_overlap"] != Overlap.ALLOW_ALL.value})
+                          if r["claim_overlap"] != Overlap.ALLOW_ALL.value
+                          or self._spec(r).max_concurrency is not None})
         if not guarded:
             return rows
         locked = {r["id"] for r in await fetch_all(conn, Q["job_overlap_locks"], (guarded,))}
-        return [r for r in rows
-                if r["claim_overlap"] == Overlap.ALLOW_ALL.value or r["job_id"] in locked]
+        return [r for r in rows if r["job_id"] in locked or (
+            r["claim_overlap"] == Overlap.ALLOW_ALL.value
+            and self._spec(r).max_concurrency is None)]
+
+    def _spec(self, row: Row) -> JobSpec:
+        return self._specs.get(row["job_id"], row["job_version"], row["job_spec"])
 
     def _candidate(self, row: Row) -> Candidate:
         return Candidate(
             job_id=row["job_id"], scheduled_at=instant(row["scheduled_at"]),
             state=STATES[row["state"]], attempt=row["attempt"],
-            trigger=TRIGGERS[row["trigger"]],
-            spec=self._specs.get(row["job_id"], row["job_version"], row["job_spec"]),
-            overlap=Overlap(row["overlap"]) if row["overlap"] else None)
+            trigger=TRIGGERS[row["trigger"]], spec=self._spec(row),
+            overlap=Overlap(row["overlap"]) if row["overlap"] else None,
+            queue=row["queue"], limited_at=instant_or_none(row["limited_at"]))
+
+    async def _limits(self, conn: Conn, candidates: list[Candidate], rows: list[Row],
+                      now: datetime) -> tuple[list[LimitState], Budget | None]:
+        if not meets_limits(candidates, rows):
+            return [], None
+        return await limits_read(conn, candidates, now)
+
+    async def _apply_limits(self, conn: Conn, plan: ClaimPlan, limits: list[LimitState],
+                            budget: Budget | None, now: datetime) -> None:
+        if budget is not None:
+            await limits_write(conn, plan, limits, budget, now)
+        elif plan.held:  # a job's max_concurrency held them
+            await limits_note_held(conn, plan, now)
 
     async def _unfinished_of(self, conn: Conn, job_ids: set[str]
                              ) -> tuple[dict[str, list[b.LeaseRef]], set[str]]:
@@ -144,7 +175,8 @@ class ClaimMethods:
             job = Job(id=key[0], spec=specs[key], next_run_at=instant_or_none(
                 source["job_next_run_at"]), created_at=instant(source["job_created_at"]),
                 updated_at=instant(source["job_updated_at"]), shard=source["job_shard"])
-            claims.append((order[key], Claim(occurrence=occurrence_from_row(r), job=job)))
+            claims.append((order[key], Claim(occurrence=occurrence_from_row(r), job=job,
+                                             limited_at=instant_or_none(r["limited_at"]))))
         return [c for _, c in sorted(claims, key=lambda item: item[0])]
 
 
@@ -166,18 +198,23 @@ class KeyClaimMethods(ClaimMethods):
             busy = await self._busy_elsewhere(conn, [k for k in keys if k not in raw])
             sorted_keys = triage([k for k in keys if k not in busy], rows)
             candidates = [self._candidate(raw[k]) for k in sorted_keys.claimable]
+            limits, budget = await self._limits(
+                conn, candidates, [raw[k] for k in sorted_keys.claimable], p.now)
             running, retrying = await self._unfinished_of(conn,
                                                           {c.job_id for c in candidates})
-            plan = plan_claims(candidates, running, p.now, len(candidates), retrying)
+            plan = plan_claims(candidates, running, p.now, len(candidates), retrying,
+                               budget=budget)
             await self._apply_marks(conn, plan, p.now)
             claims = await self._apply_claims(conn, plan, list(raw.values()),
                                               b.OccurrenceClaimParams(
                 queue="", worker=p.worker, limit=len(candidates), now=p.now,
                 lease_seconds=p.lease_seconds, lease_margin_seconds=p.lease_margin_seconds))
+            await self._apply_limits(conn, plan, limits, budget, p.now)
         return b.KeyClaimResult(
             claims=claims, missed=len(plan.missed), skipped=len(plan.skipped),
-            cancelled=plan.cancel_running,
+            cancelled=plan.cancel_running, held=len(plan.held),
             not_due=[*sorted_keys.not_due, *left_waiting(sorted_keys.claimable, plan, rows),
+                     *held_by_limits(plan, budget, p.now),
                      *((k[0], k[1], due) for k, due in busy.items())],
             gone=sorted_keys.gone)
 

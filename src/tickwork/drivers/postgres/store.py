@@ -23,6 +23,7 @@ from tickwork.drivers.postgres.calendars import CalendarMethods
 from tickwork.drivers.postgres.claims import KeyClaimMethods
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
 from tickwork.drivers.postgres.control import ControlMethods, audit
+from tickwork.drivers.postgres.enqueue import EnqueueMethods
 from tickwork.drivers.postgres.history import HistoryMethods
 from tickwork.drivers.postgres.leases import ShardLeaseMethods
 from tickwork.drivers.postgres.occurrences import OccurrenceMethods
@@ -45,7 +46,8 @@ if TYPE_CHECKING:
 
 
 class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMethods,
-                    ShardLeaseMethods, CalendarMethods, ControlMethods, VersionMethods):
+                    ShardLeaseMethods, CalendarMethods, ControlMethods, EnqueueMethods,
+                    VersionMethods):
     """``PostgresStore("postgresql://user@host/db")``; call ``migrate()`` once before use.
 
     ``shard_count`` applies when ``migrate()`` creates the database; afterwards the database's

@@ -15,6 +15,7 @@ class SqliteDriver:
     shards = False
     partitions = False
     listen = False
+    limits = True
 
     def __init__(self, url: str) -> None:
         self.url = url

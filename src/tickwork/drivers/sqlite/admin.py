@@ -9,9 +9,18 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from tickwork.drivers import admin as a
+from tickwork.drivers.limits import (
+    KeyLimitInfo,
+    KeyLimitSetParams,
+    LimitNotFound,
+    QueueLimitsSetParams,
+    key_limit_args,
+    key_limit_info,
+    queue_limit_args,
+)
 from tickwork.drivers.sqlfiles import load_queries
 from tickwork.drivers.sqlite.connection import Connection, write_transaction
 from tickwork.drivers.sqlite.rows import from_us, from_us_or_none, to_us
@@ -19,6 +28,7 @@ from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import Conflict
 
 Q = load_queries("tickwork.drivers.sqlite", "admin_queries")
+LQ = load_queries("tickwork.drivers.sqlite")  # queries/limits.sql
 MINUTE_US = 60_000_000
 
 
@@ -39,7 +49,7 @@ class SqliteAdmin:
     async def queue_list(self, p: a.QueueListParams) -> list[a.QueueInfo]:
         def run(conn: sqlite3.Connection) -> list[a.QueueInfo]:
             rows = conn.execute(Q["queue_list"], {"now": to_us(p.now), "name": None})
-            return [_queue(r) for r in rows]
+            return [_queue(r, p.now) for r in rows]
 
         return await self._conn.run(run)
 
@@ -49,9 +59,43 @@ class SqliteAdmin:
             with write_transaction(conn):
                 conn.execute(Q["queue_set_paused"], (p.name, int(p.paused), now))
             row = conn.execute(Q["queue_list"], {"now": now, "name": p.name}).fetchone()
-            return _queue(row)
+            return _queue(row, p.now)
 
         return await self._conn.run(run)
+
+    # -- limits (drivers/limits.py) ----------------------------------------------------------
+
+    async def queue_limits_set(self, p: QueueLimitsSetParams) -> None:
+        def run(conn: sqlite3.Connection) -> None:
+            with write_transaction(conn):
+                conn.execute(LQ["queue_limits_set"], queue_limit_args(p) | {"now": to_us(p.now)})
+
+        await self._conn.run(run)
+
+    async def key_limit_set(self, p: KeyLimitSetParams) -> KeyLimitInfo:
+        args = key_limit_args(p)
+
+        def run(conn: sqlite3.Connection) -> None:
+            with write_transaction(conn):
+                conn.execute(LQ["key_limit_set"], args | {"now": to_us(p.now)})
+
+        await self._conn.run(run)
+        return key_limit_info(args | {"name": p.key, "tokens": None}, None, p.now)
+
+    async def key_limit_list(self, now: datetime) -> list[KeyLimitInfo]:
+        def run(conn: sqlite3.Connection) -> list[KeyLimitInfo]:
+            return [key_limit_info(r, from_us_or_none(r["tokens_at"]), now)
+                    for r in conn.execute(LQ["key_limit_list"])]
+
+        return await self._conn.run(run)
+
+    async def key_limit_delete(self, key: str) -> None:
+        def run(conn: sqlite3.Connection) -> int:
+            with write_transaction(conn):
+                return conn.execute(LQ["key_limit_delete"], {"key": key}).rowcount
+
+        if await self._conn.run(run) == 0:
+            raise LimitNotFound(key)
 
     # -- aggregates --------------------------------------------------------------------------
 
@@ -152,9 +196,8 @@ class SqliteAdmin:
         return await self._conn.run(run)
 
 
-def _queue(row: sqlite3.Row) -> a.QueueInfo:
-    return a.QueueInfo(name=row["name"], paused=bool(row["paused"]), waiting=row["waiting"],
-                       due=row["due"], running=row["running"])
+def _queue(row: sqlite3.Row, now: datetime) -> a.QueueInfo:
+    return a.queue_info(row, from_us_or_none(row["tokens_at"]), now, bool(row["paused"]))
 
 
 def _token(row: sqlite3.Row) -> a.TokenInfo:

@@ -20,15 +20,18 @@ from tickwork.drivers.claiming import (
     ClaimPlan,
     Key,
     KeyRow,
+    held_by_limits,
     left_waiting,
     plan_claims,
+    recheck_at,
     triage,
     unique,
 )
 from tickwork.drivers.rows import STATES, TRIGGERS, SpecCache
 from tickwork.drivers.sqlfiles import load_queries
 from tickwork.drivers.sqlite.connection import Connection, write_transaction
-from tickwork.drivers.sqlite.rows import from_us, occurrence_from_row, to_us
+from tickwork.drivers.sqlite.limits import limits_read, limits_write
+from tickwork.drivers.sqlite.rows import from_us, from_us_or_none, occurrence_from_row, to_us
 from tickwork.models import AttemptOutcome, Claim, Job, OccurrenceState, Overlap
 
 Q = load_queries("tickwork.drivers.sqlite")
@@ -57,13 +60,16 @@ class SqliteClaimMethods:
                     return b.ClaimResult(claims=[])
                 by_key = {(r["job_id"], r["scheduled_at"]): r for r in rows}
                 candidates = [self._candidate(r) for r in rows]
+                limits, budget = limits_read(conn, candidates, p.now)
                 running, retrying = self._unfinished_of(conn, {c.job_id for c in candidates})
-                plan = plan_claims(candidates, running, p.now, p.limit, retrying)
+                plan = plan_claims(candidates, running, p.now, p.limit, retrying, budget=budget)
                 self._apply_marks(conn, plan, now)
                 claims = [self._claim(conn, c, by_key[(c.job_id, to_us(c.scheduled_at))], p, now)
                           for c in plan.claim]
+                limits_write(conn, plan, limits, budget, p.now)
             return b.ClaimResult(claims=claims, missed=len(plan.missed),
-                                 skipped=len(plan.skipped), cancelled=plan.cancel_running)
+                                 skipped=len(plan.skipped), cancelled=plan.cancel_running,
+                                 held=len(plan.held), recheck_at=recheck_at(plan, budget, p.now))
 
         return await self._conn.run(run)
 
@@ -76,6 +82,7 @@ class SqliteClaimMethods:
             trigger=TRIGGERS[row["trigger"]],
             spec=self._specs.get(row["job_id"], row["job_version"], row["job_spec"]),
             overlap=Overlap(row["overlap"]) if row["overlap"] else None,
+            queue=row["queue"], limited_at=from_us_or_none(row["limited_at"]),
         )
 
     def _unfinished_of(
@@ -133,7 +140,7 @@ class SqliteClaimMethods:
         occ = replace(occ, state=OccurrenceState.RUNNING, attempt=occ.attempt + 1,
                       lease_until=from_us(lease_until), worker=p.worker,
                       updated_at=from_us(now))
-        return Claim(occurrence=occ, job=job)
+        return Claim(occurrence=occ, job=job, limited_at=from_us_or_none(row["limited_at"]))
 
 
 class SqliteKeyMethods(SqliteClaimMethods):
@@ -161,15 +168,18 @@ class SqliteKeyMethods(SqliteClaimMethods):
                 for k, r in raw.items()}
         sorted_keys = triage(keys, rows)
         candidates = [self._candidate(raw[k]) for k in sorted_keys.claimable]
+        limits, budget = limits_read(conn, candidates, p.now)
         running, retrying = self._unfinished_of(conn, {c.job_id for c in candidates})
-        plan = plan_claims(candidates, running, p.now, len(candidates), retrying)
+        plan = plan_claims(candidates, running, p.now, len(candidates), retrying, budget=budget)
         self._apply_marks(conn, plan, now)
         claims = [self._claim(conn, c, raw[(c.job_id, c.scheduled_at)], p, now)
                   for c in plan.claim]
+        limits_write(conn, plan, limits, budget, p.now)
         return b.KeyClaimResult(
             claims=claims, missed=len(plan.missed), skipped=len(plan.skipped),
-            cancelled=plan.cancel_running,
-            not_due=sorted_keys.not_due + left_waiting(sorted_keys.claimable, plan, rows),
+            cancelled=plan.cancel_running, held=len(plan.held),
+            not_due=[*sorted_keys.not_due, *left_waiting(sorted_keys.claimable, plan, rows),
+                     *held_by_limits(plan, budget, p.now)],
             gone=sorted_keys.gone)
 
     async def occurrence_waiting(self, p: b.OccurrenceWaitingParams) -> list[

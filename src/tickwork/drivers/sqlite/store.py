@@ -25,6 +25,7 @@ from tickwork.drivers.sqlite.calendars import SqliteCalendarMethods
 from tickwork.drivers.sqlite.claims import SqliteKeyMethods
 from tickwork.drivers.sqlite.connection import Connection, path_from_url, write_transaction
 from tickwork.drivers.sqlite.control import SqliteControlMethods, audit
+from tickwork.drivers.sqlite.enqueue import SqliteEnqueueMethods
 from tickwork.drivers.sqlite.history import SqliteHistoryMethods
 from tickwork.drivers.sqlite.occurrences import SqliteOccurrenceMethods
 from tickwork.drivers.sqlite.rows import from_us, job_from_row, to_us, to_us_or_none
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMethods,
                   SqliteAlertMethods, SqliteControlMethods, SqliteHistoryMethods,
-                  SqliteVersionMethods):
+                  SqliteEnqueueMethods, SqliteVersionMethods):
     """``SqliteStore("sqlite:///tickwork.db")``; call ``migrate()`` once before use."""
 
     def __init__(self, url: str) -> None:
@@ -114,23 +115,7 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
         items = list(p.jobs)  # all of them (and any error producing them) before the lock
         if not items:
             return []
-        jobs: list[Job] = []
-        rows: list[tuple[object, ...]] = []
-        instants: dict[datetime, tuple[datetime, int]] = {}
-        specs = specs_to_json(item.spec for item in items)
-        for item, new_id, spec in zip(items, new_job_ids(len(items)), specs, strict=True):
-            s = item.spec
-            now, now_us = _stored(instants, item.now)
-            next_run, next_us = (None, None) if item.next_run_at is None else _stored(
-                instants, item.next_run_at)
-            job = Job(id=item.id or new_id, spec=s, next_run_at=next_run, created_at=now,
-                      updated_at=now, created_by=item.actor, updated_by=item.actor)
-            jobs.append(job)
-            rows.append((job.id, s.name, s.queue, s.priority, s.kind, s.overlap.value,
-                         spec, json.dumps(s.tags) if s.tags else "[]", int(s.paused),
-                         next_us, now_us, now_us, item.actor, item.actor))
-        audits = [(row[10], row[12], AuditAction.CREATE.value, row[0], row[1], None, None)
-                  for row in rows]
+        jobs, rows, audits = job_rows(items)
         versions = [(item.version, item.now) for item in items if item.version is not None]
 
         def run(conn: sqlite3.Connection) -> None:
@@ -275,6 +260,31 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
 
 def _with_paused(spec: JobSpec, paused: bool) -> JobSpec:
     return replace(spec, paused=paused)
+
+
+Row = tuple[object, ...]
+
+
+def job_rows(items: list[b.JobCreateParams]) -> tuple[list[Job], list[Row], list[Row]]:
+    """The jobs ``items`` create, their rows for ``job_insert`` and for ``audit_insert``."""
+    jobs: list[Job] = []
+    rows: list[Row] = []
+    instants: dict[datetime, tuple[datetime, int]] = {}
+    specs = specs_to_json(item.spec for item in items)
+    for item, new_id, spec in zip(items, new_job_ids(len(items)), specs, strict=True):
+        s = item.spec
+        now, now_us = _stored(instants, item.now)
+        next_run, next_us = (None, None) if item.next_run_at is None else _stored(
+            instants, item.next_run_at)
+        job = Job(id=item.id or new_id, spec=s, next_run_at=next_run, created_at=now,
+                  updated_at=now, created_by=item.actor, updated_by=item.actor)
+        jobs.append(job)
+        rows.append((job.id, s.name, s.queue, s.priority, s.kind, s.overlap.value,
+                     spec, json.dumps(s.tags) if s.tags else "[]", int(s.paused),
+                     next_us, now_us, now_us, item.actor, item.actor))
+    audits: list[Row] = [(row[10], row[12], AuditAction.CREATE.value, row[0], row[1], None,
+                          None) for row in rows]
+    return jobs, rows, audits
 
 
 def _stored(seen: dict[datetime, tuple[datetime, int]],

@@ -24,7 +24,8 @@ WITH counts AS (
     UNION SELECT name FROM queues WHERE %(name)s::text IS NULL OR name = %(name)s::text
 )
 SELECT n.name, COALESCE(q.paused, false) AS paused, COALESCE(c.waiting, 0) AS waiting,
-       COALESCE(c.due, 0) AS due, COALESCE(c.running, 0) AS running
+       COALESCE(c.due, 0) AS due, COALESCE(c.running, 0) AS running,
+       q.max_running, q.rate_count, q.rate_seconds, q.burst, q.tokens, q.tokens_at
 FROM names n
 LEFT JOIN counts c ON c.name = n.name
 LEFT JOIN queues q ON q.name = n.name

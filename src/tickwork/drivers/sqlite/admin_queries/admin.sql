@@ -13,8 +13,9 @@ SELECT n.name AS name,
           AND o.state IN ('scheduled', 'queued', 'retrying')) AS waiting,
        (SELECT COUNT(*) FROM occurrences o WHERE o.queue = n.name
           AND o.state IN ('scheduled', 'queued', 'retrying') AND o.due_at <= :now) AS due,
-       (SELECT COUNT(*) FROM occurrences o WHERE o.queue = n.name AND o.state = 'running') AS running
-FROM names n
+       (SELECT COUNT(*) FROM occurrences o WHERE o.queue = n.name AND o.state = 'running') AS running,
+       q.max_running, q.rate_count, q.rate_seconds, q.burst, q.tokens, q.tokens_at
+FROM names n LEFT JOIN queues q ON q.name = n.name
 WHERE :name IS NULL OR n.name = :name
 ORDER BY n.name
 

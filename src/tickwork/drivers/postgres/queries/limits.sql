@@ -1,0 +1,64 @@
+-- name: limits_lock_queues
+-- The limited queues a claim is about to start runs of, locked in name order (then the keys,
+-- in key order: one order for every claimer, so they queue up and never deadlock). Held to
+-- commit: no two claimers of a limited queue count its running attempts at once.
+SELECT name, max_running, rate_count, rate_seconds, burst, tokens, tokens_at FROM queues
+WHERE name = ANY(%(names)b::text[]) AND (max_running IS NOT NULL OR rate_count IS NOT NULL)
+ORDER BY name COLLATE "C"
+FOR UPDATE
+
+-- name: limits_lock_keys
+SELECT key AS name, NULL::integer AS max_running, rate_count, rate_seconds, burst, tokens,
+       tokens_at
+FROM limit_keys WHERE key = ANY(%(names)b::text[])
+ORDER BY key COLLATE "C"
+FOR UPDATE
+
+-- name: limits_running
+-- Running attempts of these queues whose lease has not expired: a crashed worker's slots come
+-- back when its leases expire, before the rescuer has looked at them.
+SELECT queue, count(*) AS running FROM occurrences
+WHERE state = 'running' AND queue = ANY(%(names)b::text[]) AND lease_until > %(now)s
+GROUP BY queue
+
+-- name: limits_write_queues
+UPDATE queues q SET tokens = v.tokens, tokens_at = v.at
+FROM unnest(%(names)b::text[], %(tokens)b::float8[], %(ats)b::timestamptz[])
+     AS v(name, tokens, at)
+WHERE q.name = v.name
+
+-- name: limits_write_keys
+UPDATE limit_keys k SET tokens = v.tokens, tokens_at = v.at
+FROM unnest(%(names)b::text[], %(tokens)b::float8[], %(ats)b::timestamptz[])
+     AS v(name, tokens, at)
+WHERE k.key = v.name
+
+-- name: limits_held
+-- Runs a limit held back: noted once, when it first happened.
+UPDATE occurrences o SET limited_at = %(now)s
+FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[]) AS v(job_id, scheduled_at)
+WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.limited_at IS NULL
+
+-- name: queue_limits_set
+INSERT INTO queues (name, paused, updated_at, max_running, rate_count, rate_seconds, burst)
+VALUES (%(name)s, false, %(now)s, %(max_running)s, %(rate_count)s, %(rate_seconds)s, %(burst)s)
+ON CONFLICT (name) DO UPDATE SET
+    max_running = excluded.max_running, rate_count = excluded.rate_count,
+    rate_seconds = excluded.rate_seconds, burst = excluded.burst, tokens = NULL,
+    tokens_at = NULL, updated_at = excluded.updated_at
+
+-- name: key_limit_set
+INSERT INTO limit_keys (key, rate_count, rate_seconds, burst, updated_at)
+VALUES (%(key)s, %(rate_count)s, %(rate_seconds)s, %(burst)s, %(now)s)
+ON CONFLICT (key) DO UPDATE SET
+    rate_count = excluded.rate_count, rate_seconds = excluded.rate_seconds,
+    burst = excluded.burst, tokens = NULL, tokens_at = NULL, updated_at = excluded.updated_at
+
+-- name: key_limit_list
+SELECT key AS name, NULL::integer AS max_running, rate_count, rate_seconds, burst, tokens,
+       tokens_at
+FROM limit_keys
+ORDER BY key COLLATE "C"
+
+-- name: key_limit_delete
+DELETE FROM limit_keys WHERE key = %(key)s

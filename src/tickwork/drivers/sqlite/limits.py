@@ -1,0 +1,58 @@
+"""Limits in a SQLite claim (drivers/limits.py): read, then write back, in the claim's own
+write transaction (``BEGIN IMMEDIATE`` already makes claimers take turns)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+
+from tickwork.drivers.claiming import Candidate, ClaimPlan
+from tickwork.drivers.limits import (
+    KEY_BUCKET,
+    QUEUE_BUCKET,
+    Budget,
+    LimitState,
+    budget_of,
+    limit_state,
+    spent_buckets,
+)
+from tickwork.drivers.sqlfiles import load_queries
+from tickwork.drivers.sqlite.rows import from_us_or_none, to_us, to_us_or_none
+
+Q = load_queries("tickwork.drivers.sqlite")
+
+
+def limits_read(conn: sqlite3.Connection, candidates: Sequence[Candidate], now: datetime
+                ) -> tuple[list[LimitState], Budget | None]:
+    """The limits of the candidates' queues and keys, and the budget they leave; no budget
+    when none of them is limited."""
+    limits: list[LimitState] = []
+    running: dict[str, int] = {}
+    for queue in sorted({c.queue for c in candidates}):
+        row = conn.execute(Q["limits_queue"], (queue,)).fetchone()
+        if row is not None:
+            limits.append(limit_state(QUEUE_BUCKET, row, from_us_or_none(row["tokens_at"])))
+            if row["max_running"] is not None:
+                running[queue] = conn.execute(Q["limits_running"],
+                                              (queue, to_us(now))).fetchone()["running"]
+    for key in sorted({c.spec.limit_key for c in candidates if c.spec.limit_key is not None}):
+        row = conn.execute(Q["limits_key"], (key,)).fetchone()
+        if row is not None:
+            limits.append(limit_state(KEY_BUCKET, row, from_us_or_none(row["tokens_at"])))
+    if not limits:
+        return [], None
+    return limits, budget_of(limits, running, now)
+
+
+def limits_write(conn: sqlite3.Connection, plan: ClaimPlan, limits: list[LimitState],
+                 budget: Budget | None, now: datetime) -> None:
+    if budget is not None:
+        for limit, bucket in spent_buckets(limits, budget, now):
+            query = "limits_write_queue" if limit.kind == QUEUE_BUCKET else "limits_write_key"
+            conn.execute(Q[query], (bucket.tokens, to_us_or_none(bucket.at), limit.name))
+    for c in plan.held:
+        if c.limited_at is None:
+            conn.execute(Q["limits_held"], (to_us(now), c.job_id, to_us(c.scheduled_at)))
+
+

@@ -1,0 +1,15 @@
+-- Enqueue and purge.
+-- job_dedupe: a dedupe key, held by the job an enqueue created until expires_at (µs since
+--             the epoch); the primary key is what makes concurrent enqueues with one key
+--             create one job.
+-- jobs_finished, jobs_deleted: what the pruner's purge of old definitions looks through.
+CREATE TABLE job_dedupe (
+    key        TEXT PRIMARY KEY,
+    job_id     TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+CREATE INDEX job_dedupe_expires ON job_dedupe (expires_at);
+CREATE INDEX job_dedupe_job ON job_dedupe (job_id);
+CREATE INDEX jobs_finished ON jobs (updated_at)
+    WHERE deleted_at IS NULL AND next_run_at IS NULL AND paused = 0;
+CREATE INDEX jobs_deleted ON jobs (deleted_at) WHERE deleted_at IS NOT NULL;
