@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from tickwork.config.checks import (
     MAX_CONCURRENCY,
+    check_consume,
     check_database,
     check_executors,
     check_less,
@@ -28,7 +29,6 @@ from tickwork.config.checks import (
     check_other_stores,
     check_processes,
     check_queues,
-    check_redis,
     check_shard_lease,
     format_seconds,
     parse_address,
@@ -133,6 +133,9 @@ class Settings:
     # {"all": <alerts>, "queues": {"name": <alerts>}}, and how often they are judged.
     alert_defaults: str | None = None
     alert_interval_seconds: float = 5.0
+    # Job commands to consume (docs/streams.md): BROKER/SOURCE entries, each a broker of
+    # executors.brokers and the stream, queue or subject its commands arrive on.
+    consume: tuple[str, ...] = ()
 
     def validate(self) -> None:
         """Raise ConfigError for the first value out of bounds or in conflict with another."""
@@ -175,6 +178,7 @@ class Settings:
         check_logs(self.log_level, LOG_LEVELS, self.log_format)
         check_executors(self.executors, _EXECUTOR_KINDS)
         parse_alert_defaults(self.alert_defaults)
+        check_consume(self.consume, self.executors.brokers)
 
 
 def parse_queues(value: str) -> tuple[tuple[str, int], ...]:
@@ -266,6 +270,7 @@ _SETTING_KINDS: dict[str, _Kind] = {
     "metrics_address": "optional_str",
     "alert_defaults": "optional_str",
     "alert_interval_seconds": "seconds",
+    "consume": "str_list",
 }
 _SECONDS = tuple(name for name, kind in _SETTING_KINDS.items() if kind == "seconds")
 

@@ -210,3 +210,33 @@ def _check_outbound(executors: ExecutorSettings) -> None:
 
 def format_seconds(seconds: float) -> str:
     return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"
+
+
+CONSUMABLE = ("redis", "amqp", "nats")  # the broker families `tickwork consume` reads
+
+
+def parse_consume(entry: str) -> tuple[str, str]:
+    """``"events/tickwork.commands"`` as ``("events", "tickwork.commands")``: a broker of
+    ``executors.brokers`` and the stream, queue or subject to read commands from."""
+    broker, slash, source = entry.partition("/")
+    if not slash or not broker or not source or any(c.isspace() for c in entry):
+        raise ConfigError("consume", f"{entry!r} must be BROKER/SOURCE: a configured broker "
+                          "and the stream, queue or subject to read, e.g. "
+                          "'events/tickwork.commands'")
+    return broker, source
+
+
+def check_consume(consume: tuple[str, ...], brokers: tuple[tuple[str, str], ...]) -> None:
+    known = dict(brokers)
+    for entry in consume:
+        broker, _ = parse_consume(entry)
+        url = known.get(broker)
+        if url is None:
+            names = ", ".join(sorted(known)) or "none is configured"
+            raise ConfigError("consume", f"{entry!r} names broker {broker!r}, which is not in "
+                              f"executors.brokers ({names})")
+        scheme = url.partition("://")[0].lower()
+        family = {"rediss": "redis", "amqps": "amqp", "tls": "nats"}.get(scheme, scheme)
+        if config_reference(url) is None and family not in CONSUMABLE:
+            raise ConfigError("consume", f"{entry!r}: broker {broker!r} is {scheme}; commands "
+                              f"are read from {', '.join(CONSUMABLE)} brokers only")

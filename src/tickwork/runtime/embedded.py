@@ -32,6 +32,7 @@ from tickwork.metrics import REDIS, DispatchMode
 from tickwork.runtime import assemble
 from tickwork.runtime.base import Process, Stoppable
 from tickwork.runtime.client import read_client_for
+from tickwork.runtime.consume import start_sources
 from tickwork.runtime.lock import FileLock
 from tickwork.scheduler.alert_delivery import AlertDeliverer
 from tickwork.scheduler.alerts import AlertEvaluator
@@ -42,6 +43,7 @@ from tickwork.scheduler.rescuer import Rescuer
 
 if TYPE_CHECKING:
     from tickwork.scheduler.dispatch import SchedulerDispatch
+    from tickwork.streams import StreamSource
     from tickwork.worker.redis_source import RedisClaimSource
 
 log = logging.getLogger("tickwork.service")
@@ -70,6 +72,7 @@ class EmbeddedService(Process):
         self.pruner: Pruner | None = None
         self.redis: SchedulerDispatch | None = None  # the due set's side: promoter, reconciler
         self.source: RedisClaimSource | None = None  # the worker's side: claims from Redis
+        self.streams: list[StreamSource] = []  # job commands consumed (the consume setting)
         self._stopped = asyncio.Event()
 
     async def start(self) -> None:
@@ -109,6 +112,7 @@ class EmbeddedService(Process):
                      *self._redis_loops()):
             loop.start()
         self.pool.start()
+        self.streams = await start_sources(self, self.client)
         log.info("tickwork is running: database %s, queues %s, worker %s%s", safe_url(s.database),
                  ", ".join(f"{q}:{c}" for q, c in s.queues), self.pool.worker_id,
                  ", dispatch redis" if self.redis else "")
@@ -132,9 +136,10 @@ class EmbeddedService(Process):
         return self.redis.loops() if self.redis is not None else ()
 
     def loops(self) -> tuple[Stoppable, ...]:
-        return tuple(loop for loop in (self.planner, self.rescuer, self.pruner)
-                     if loop is not None) + \
-            (self.alerts or ()) + self._redis_loops()
+        return (*self.streams,
+                *(loop for loop in (self.planner, self.rescuer, self.pruner)
+                  if loop is not None),
+                *(self.alerts or ()), *self._redis_loops())
 
     @property
     def mode(self) -> str:
