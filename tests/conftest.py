@@ -12,4 +12,5 @@ pytest_plugins = [
     "tickwork.testing.postgres",  # postgres_url: a database per test
     "tickwork.testing.redis",  # redis_prefix, redis_dispatch, ...: a key prefix per test
     "tickwork.testing.faults.redisserver",  # private_redis: a Redis server of one's own
+    "tickwork.testing.redis_deployments",  # redis_cluster, redis_sentinel: private, per module
 ]

@@ -57,6 +57,15 @@ class QuotaExceeded(TickworkError):
         super().__init__(f"namespace {namespace!r}: quota {quota} ({limit}) {reason}")
 
 
+class StaleVersion(Conflict):
+    """A versioned change to a job older than (or as old as) the last one applied to it."""
+
+    def __init__(self, name: str, version: int, applied: int) -> None:
+        self.name, self.version, self.applied = name, version, applied
+        super().__init__(f"job {name!r}: version {version} is not newer than version "
+                         f"{applied}, already applied")
+
+
 class StoreError(TickworkError):
     """The store failed in a way the caller cannot fix (driver errors are translated to this)."""
 

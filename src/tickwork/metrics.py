@@ -48,7 +48,7 @@ DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.
 # Where claims come from: Redis deliveries, the store while Redis is unreachable, or the store
 # alone (no Redis configured: the store's name, "postgres" or "sqlite").
 REDIS, DEGRADED = "redis", "degraded"
-WORKER, SCHEDULER = "worker", "scheduler"
+WORKER, SCHEDULER, CONSUMER = "worker", "scheduler", "consume"
 _OUTCOMES: dict[type, str] = {}  # result type -> its label ("success", "fail", ...)
 
 Labels = Mapping[str, str]
@@ -172,6 +172,7 @@ class Metrics:
         self.repairs = 0
         self.purged: dict[str, int] = {}  # job definitions the pruner purged, by reason
         self.dispatch: DispatchMode | None = None  # set by a process that claims
+        self.commands: dict[tuple[str, str], int] = {}  # consumed, by (source, outcome)
         # The process's CPU, memory and file descriptors, and the Python version: read from
         # /proc at scrape time (prometheus_client's collectors, not registered globally).
         self.runtime = (ProcessCollector(registry=None), PlatformCollector(registry=None))
@@ -226,6 +227,13 @@ class Metrics:
         with self._lock:
             self.repairs += count
 
+    def command_handled(self, source: str, outcome: str) -> None:
+        """A job command from ``source`` (broker/stream) was ``applied``, ``stale`` (an
+        older version, not written) or ``dead`` (dead-lettered with its error)."""
+        with self._lock:
+            key = (source, outcome)
+            self.commands[key] = self.commands.get(key, 0) + 1
+
     def jobs_purged(self, reason: str, count: int) -> None:
         """The pruner removed ``count`` definitions: ``finished`` one-off jobs or ``deleted``."""
         with self._lock:
@@ -269,14 +277,16 @@ class Metrics:
             *namespace_families(list(namespaces)),
         ]
         with self._lock:
-            own = [*self._worker_families(), *self._scheduler_families()]
+            own = [*self._worker_families(), *self._scheduler_families(),
+                   *self._consume_families()]
         return self._text([f.metric() for f in store] + own)
 
     def render_process(self, role: str, extra: Iterable[Family] = ()) -> str:
         """What a worker or scheduler process serves: its own figures and ``extra`` (gauges
         and counters it reads at scrape time), none of the store-wide ones."""
         with self._lock:
-            own = self._worker_families() if role == WORKER else self._scheduler_families()
+            own = (self._worker_families() if role == WORKER else self._consume_families()
+                   if role == CONSUMER else self._scheduler_families())
         return self._text(own + [f.metric() for f in extra])
 
     def _text(self, families: list[Metric]) -> str:
@@ -331,6 +341,21 @@ class Metrics:
                    "Job definitions the pruner removed past finished_job_retention_seconds, "
                    "by reason (finished one-off jobs, deleted jobs).",
                    [({"reason": r}, self.purged.get(r, 0)) for r in ("deleted", "finished")]),
+        ]
+        return [f.metric() for f in counts]
+
+    def _consume_families(self) -> list[Metric]:
+        dead = {k: n for k, n in self.commands.items() if k[1] == "dead"}
+        counts = [
+            Family("tickwork_commands_total", "counter",
+                   "Job commands consumed from a stream, by source and outcome (applied, "
+                   "stale, dead).",
+                   [({"source": s, "outcome": o}, n) for (s, o), n in
+                    sorted(self.commands.items())]),
+            Family("tickwork_commands_dead_lettered_total", "counter",
+                   "Job commands that could not be applied, sent to the dead letters with "
+                   "their error, by source.",
+                   [({"source": s}, n) for (s, _), n in sorted(dead.items())]),
         ]
         return [f.metric() for f in counts]
 

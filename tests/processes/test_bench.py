@@ -15,9 +15,13 @@ import pytest
 
 from tickwork.bench import deploy
 from tickwork.testing import postgres as pg
+from tickwork.testing.faults import redisserver
+from tickwork.testing.faults.redisserver import PrivateRedis
 from tickwork.testing.processes import TICKWORK
 
 pytestmark = [pytest.mark.bench, pytest.mark.slow]
+
+private_redis = redisserver.private_redis
 
 SHAPE = {"workload", "creation", "lateness_seconds", "expected", "executed", "lost",
          "duplicated", "early", "peak_memory", "deployment", "machine", "notes", "ok"}
@@ -141,6 +145,49 @@ async def test_w2_small_profile_with_plot(tmp_path: Path) -> None:
     assert result["series"]
     assert {"t", "p50", "p99", "max"} <= set(result["series"][0])
     assert plot.read_text().startswith("<svg")
+
+
+async def test_w4_on_postgres_and_redis(postgres_admin: str,
+                                        private_redis: PrivateRedis) -> None:
+    """A few hundred interval jobs for a short window: the record and the store's attempts
+    agree that nothing was missed, duplicated or early."""
+    result = await bench("w4", "--jobs", "300", "--every", "5", "--duration", "10",
+                         "--database", postgres_admin, "--redis", private_redis.url,
+                         "--workers", "1", timeout=150)
+    assert_correct(result, 600)  # every job twice: 10 s of a 5 s interval
+    assert result["workload"] == "w4"
+    assert result["deployment"]["kind"] == "postgres+redis"
+    assert result["parameters"] == {"jobs": 300, "every_seconds": 5.0, "duration_seconds": 10}
+    assert result["ticks_per_second"] == 60.0
+    assert 0 < result["executions_per_second"] <= 60.0
+    store = result["store"]  # the independent count agrees with the record
+    assert store == {"checked": True, "attempts": 600, "executed": 600, "missed": 0,
+                     "duplicated": 0, "retried": 0}
+    rss = result["rss_mib"]
+    assert rss["series"]
+    assert {"t", "scheduler", "worker"} <= set(rss["series"][0])
+    for kind in ("scheduler", "worker"):
+        assert 0 < rss[kind]["start"] <= rss[kind]["max"]
+        assert isinstance(rss[kind]["flat"], bool)
+    cpu = result["cpu"]
+    assert cpu["ms_per_execution"]["worker"] > 0
+    assert [k.split("-")[0] for k in cpu["ms_per_execution_by_process"]].count("worker") == 1
+
+
+async def test_pgcost_counts_what_one_execution_writes(postgres_admin: str) -> None:
+    """Rows per execution are counts the code decides (an occurrence inserted and updated
+    twice, an attempt inserted and updated once, the job's next run moved once)."""
+    result = await bench("pgcost", "--jobs", "100", "--every", "5", "--duration", "5",
+                         "--database", postgres_admin, "--workers", "1", timeout=150)
+    assert (result["expected"], result["executed"], result["lost"]) == (100, 100, 0)
+    rows = result["per_execution"]["rows"]
+    assert rows["occurrences"]["inserted"] == 1.0
+    assert rows["occurrences"]["updated"] == 2.0
+    assert rows["jobs"]["updated"] == 1.0
+    (attempts,) = [v for k, v in rows.items() if k.startswith("attempts")]
+    assert (attempts["inserted"], attempts["updated"]) == (1.0, 1.0)
+    assert result["per_execution"]["wal_bytes"] > 0
+    assert result["creation"]["per_job"]["rows"]["jobs"]["inserted"] == 1.0
 
 
 def test_redis_is_passed_to_every_process(tmp_path: Path) -> None:

@@ -376,7 +376,15 @@ def test_parse_queues_rejects(text: str, reason: str) -> None:
     ({"database": "sqlite://tickwork.db"},
      "database: must be sqlite:///PATH, with three slashes and a path"),
     ({"database": "sqlite:///"}, "database: must be sqlite:///PATH, with three slashes and a path"),
-    ({"redis": "http://cache:6379"}, "redis: must be redis://... (got a 'http' URL)"),
+    ({"redis": "http://cache:6379"},
+     "redis: must be redis://host:6379/0, redis+cluster://host:7000,host:7001/ or "
+     "redis+sentinel://host:26379,host:26380/MASTER/0 (got a 'http' URL)"),
+    ({"redis": "redis+cluster://a:7000,b:x/"},
+     "redis: node 'b:x': the port must be a number in 1..65535"),
+    ({"redis": "redis+cluster://a:7000/3"},
+     "redis: a Redis Cluster has database 0 only: end the URL with / or /0"),
+    ({"redis": "redis+sentinel://s1:26379/"},
+     "redis: a redis+sentinel URL ends with /MASTER_NAME or /MASTER_NAME/DB"),
     ({"queues": ()}, "queues: must name at least one queue, e.g. 'default:16,mail:4'"),
     ({"queues": (("default", 0),)}, "queues: concurrency of 'default' must be from 1 to 10000 "
                                     "(got 0)"),

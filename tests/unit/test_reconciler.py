@@ -204,3 +204,25 @@ def test_settings_are_validated(redis_dispatch: RedisDispatch) -> None:
         reconciler(redis_dispatch, MemorySource(), page_size=0)
     with pytest.raises(ValueError, match="repair_grace_seconds"):
         reconciler(redis_dispatch, MemorySource(), repair_grace_seconds=-1)
+
+
+async def test_higher_priority_queues_are_re_added_first(
+        redis_dispatch: RedisDispatch) -> None:
+    """After a loss, a critical queue's rebuild finishes before a lower queue's first page;
+    queues of equal priority go side by side."""
+    source = MemorySource(bulk=items(1500, "b"), critical=items(2500, "c"), mail=items(10, "m"),
+                          other=items(10, "o"))
+    r = reconciler(redis_dispatch, source, page_size=1000, pages_per_tick=1,
+                   priorities={"critical": 10, "mail": 5, "other": 5})
+    finished, more = await r.run_once(START)
+    assert (finished, more) == ([], True)
+    assert [await due(redis_dispatch, q) for q in ("critical", "mail", "other", "bulk")] == [
+        1000, 0, 0, 0]
+    finished, _ = await r.run_once(START)
+    assert finished == []
+    assert await due(redis_dispatch, "critical") == 2000
+    finished, _ = await r.run_once(START)  # critical's last page, both 5s, then bulk's first
+    assert [f.queue for f in finished] == ["critical", "mail", "other"]
+    assert await due(redis_dispatch, "bulk") == 1000
+    assert [f.queue for f in await settle(r)] == ["bulk"]
+    assert await due(redis_dispatch, "bulk") == 1500

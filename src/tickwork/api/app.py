@@ -53,11 +53,14 @@ def own_path(request: Request) -> str:
 def create_app(client: AsyncClient, *, open_access: bool = False,
                allowed_hosts: Iterable[str] = (), metrics: Metrics | None = None,
                max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, access_log: bool = False,
-               retention: dict[str, Any] | None = None) -> FastAPI:
+               retention: dict[str, Any] | None = None,
+               read_client: AsyncClient | None = None) -> FastAPI:
     """The app. ``open_access`` serves everyone with admin rights: only for loopback binds
     (the CLI refuses it otherwise); ``allowed_hosts`` adds Host names open access answers;
     ``access_log``: a line per request on ``tickwork.api.access`` (tickwork.api.access);
-    ``retention``: what ``/api/v1/retention`` shows (``deps.retention_of(settings)``).
+    ``retention``: what ``/api/v1/retention`` shows (``deps.retention_of(settings)``);
+    ``read_client``: the job and run lists and the stats read through it (a read replica's
+    client, which the caller also opens and closes), else through ``client``.
 
     It can be served alone (``tickwork api``) or mounted in another ASGI app
     (``outer.mount("/scheduler", create_app(client))``): the dashboard then lives at
@@ -71,7 +74,8 @@ def create_app(client: AsyncClient, *, open_access: bool = False,
         docs_url=None, redoc_url=None,  # apidocs serves them, with no file from a CDN
     )
     app.state.tickwork = ApiState(
-        client=client, open_access=open_access, metrics=metrics or Metrics(),
+        client=client, reader=read_client, open_access=open_access,
+        metrics=metrics or Metrics(),
         allowed_hosts=frozenset({*LOOPBACK_HOSTS, *(h.lower() for h in allowed_hosts)}))
     if retention is not None:
         app.state.tickwork.retention = retention

@@ -26,6 +26,7 @@ class ApiState:
     allowed_hosts: frozenset[str] = frozenset()
     metrics: Metrics = field(default_factory=Metrics)
     retention: dict[str, Any] = field(default_factory=lambda: retention_of(Settings()))
+    reader: AsyncClient | None = None  # lists and stats read here (a replica); None: client
 
 
 def retention_of(settings: Settings) -> dict[str, Any]:
@@ -57,7 +58,14 @@ def client_of(request: Request) -> AsyncClient:
     return client.scoped(namespace)
 
 
+def read_client_of(request: Request) -> AsyncClient:
+    """The client the lists and stats read through: the read replica's, else the primary's."""
+    state = state_of(request)
+    return state.reader or state.client
+
+
 ClientDep = Annotated[AsyncClient, Depends(client_of)]
+ReadClientDep = Annotated[AsyncClient, Depends(read_client_of)]
 
 
 def encode_cursor(value: list[Any]) -> str:

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Query, Response
 
 from tickwork.api.auth import READ, WRITE, Actor
 from tickwork.api.body import json_body
-from tickwork.api.deps import ClientDep, decode_cursor, encode_cursor
+from tickwork.api.deps import ClientDep, ReadClientDep, decode_cursor, encode_cursor
 from tickwork.api.errors import problems
 from tickwork.api.schemas import BACKFILL_BODY, CREATE_BODY, PATCH_BODY, PREVIEW_BODY
 from tickwork.document import parse_instant, parse_job_document
@@ -44,7 +44,7 @@ async def create_jobs(client: ClientDep, actor: Actor, body: Body) -> dict[str, 
 @router.get("/jobs", dependencies=[READ], responses=READ_ERRORS,
             summary="List jobs by name, with filters; pages follow next_cursor")
 async def list_jobs(
-    client: ClientDep,
+    client: ReadClientDep,
     *,
     name: Annotated[str | None, Query(description="name contains this (any case)")] = None,
     tag: str | None = None,

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 
 from tickwork.api.auth import READ, WRITE, Actor
-from tickwork.api.deps import ClientDep, decode_cursor, encode_cursor
+from tickwork.api.deps import ClientDep, ReadClientDep, decode_cursor, encode_cursor
 from tickwork.api.errors import problems
 from tickwork.api.schemas import STATES
 from tickwork.document import parse_instant
@@ -23,7 +23,7 @@ PAGE_MAX = 500
 @router.get("/runs", dependencies=[READ], responses=problems(401, 403, 404, 422),
             summary="Runs (occurrences), newest first by default; pages follow next_cursor")
 async def list_runs(
-    client: ClientDep,
+    client: ReadClientDep,
     *,
     job: Annotated[str | None, Query(description="a job's id or name")] = None,
     queue: Annotated[str | None, Query(description="runs of this queue")] = None,

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from tickwork.api.auth import READ
-from tickwork.api.deps import ClientDep
+from tickwork.api.deps import ReadClientDep
 from tickwork.api.errors import problems
 from tickwork.document.render import when
 
@@ -16,7 +16,7 @@ router = APIRouter(prefix="/api/v1", tags=["stats"])
 
 @router.get("/stats", dependencies=[READ], responses=problems(401, 403, 422),
             summary="Overall counts, and per-minute throughput and start lateness")
-async def stats(client: ClientDep,
+async def stats(client: ReadClientDep,
                 window: Annotated[int, Query(ge=60, le=86400, description="seconds")] = 3600,
                 ) -> dict[str, Any]:
     s = await client.stats(window)

@@ -21,20 +21,23 @@ from tickwork.document.render import when
 
 @click.command("api", epilog=examples(
     "tickwork api --database postgresql://tickwork@db.internal/tickwork --host 0.0.0.0",
-    "tickwork api --open   # no token needed, loopback only"))
+    "tickwork api --open   # no token needed, loopback only",
+    "tickwork api --database postgresql://tickwork@db.internal/tickwork "
+    "--read-database postgresql://tickwork@replica.internal/tickwork"))
 @serve_options
 @logging_options
 @store_options(redis=REDIS_HELP + ": what it triggers or backfills goes into Redis' due set "
                "at once")
 async def api(target: Target, host: str | None, port: str | None,
-              open_access: bool | None) -> int:
+              open_access: bool | None, read_database: str | None) -> int:
     """Serve the REST API, the dashboard and /metrics alone.
 
     Every request needs an API token (tickwork tokens create) unless --open.
     """
     from tickwork.runtime.api import ApiProcess  # noqa: PLC0415  (FastAPI loads only to serve)
 
-    settings = settings_from(target, host=host, port=port, open_access=open_access)
+    settings = settings_from(target, host=host, port=port, open_access=open_access,
+                             read_database=read_database)
     await ApiProcess(settings).run_until_signalled()
     return 0
 

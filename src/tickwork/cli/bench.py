@@ -1,4 +1,4 @@
-"""``tickwork bench w1|w2|w3``: the workloads of DESIGN §6 on a deployment started for the run;
+"""``tickwork bench w1|w2|w3|w4``: the workloads of DESIGN §6 on a deployment started for the run;
 ``tickwork bench publish``: publish jobs to a broker, counted by a consumer the bench runs.
 ``tickwork bench http``: the HTTP executor's client against the alternatives (no deployment).
 
@@ -35,6 +35,7 @@ CONSUMER_START_SECONDS = 20.0  # bench publish: the consumer reaches its broker 
     "tickwork bench w1 --jobs 20000",
     "tickwork bench w1 --database postgresql://postgres@127.0.0.1/postgres --workers 2 --json",
     "tickwork bench w3 --duration 60 --plot w3.svg",
+    "tickwork bench w4 --database postgresql://postgres@127.0.0.1/postgres --redis redis://127.0.0.1:6379/0",
     "tickwork bench http --requests 5000"))
 def bench() -> None:
     """Benchmarks: throughput, lateness, lost and duplicated runs.
@@ -189,6 +190,40 @@ async def publish(**params: Any) -> int:
     return await run_bench(_namespace("publish", params))
 
 
+@bench.command("w4", epilog=examples(
+    "tickwork bench w4 --database postgresql://postgres@127.0.0.1/postgres "
+    "--redis redis://127.0.0.1:6379/0",
+    "tickwork bench w4 --jobs 28800 --duration 120 --database postgresql://... --redis redis://..."))
+@_common
+@click.option("--jobs", type=POSITIVE, default=288_000, show_default=True,
+              help="how many interval jobs")
+@click.option("--every", type=click.FloatRange(min=1.0), default=60.0, show_default=True,
+              metavar="SECONDS", help="their interval; offsets spread evenly over it")
+@click.option("--duration", type=POSITIVE, default=600, show_default=True,
+              help="seconds measured")
+async def w4(**params: Any) -> int:
+    """Sustained: N interval jobs every minute, offsets spread over it; executions/s,
+    lateness, missed and duplicated ticks (record and store), RSS over time, CPU per
+    execution."""
+    return await run_bench(_namespace("w4", params))
+
+
+@bench.command("pgcost", epilog=examples(
+    "tickwork bench pgcost --database postgresql://postgres@127.0.0.1:5433/postgres",
+    "tickwork bench pgcost --database postgresql://... --redis redis://... --json"))
+@_common
+@click.option("--jobs", type=POSITIVE, default=2000, show_default=True,
+              help="how many interval jobs")
+@click.option("--every", type=click.FloatRange(min=1.0), default=10.0, show_default=True,
+              metavar="SECONDS", help="their interval; offsets spread evenly over it")
+@click.option("--duration", type=POSITIVE, default=30, show_default=True,
+              help="seconds of ticks measured (the jobs end after it)")
+async def pgcost(**params: Any) -> int:
+    """What one execution costs PostgreSQL: WAL bytes, rows per table, statements (a count,
+    not a speed; run it on a server nothing else writes to)."""
+    return await run_bench(_namespace("pgcost", params))
+
+
 @bench.command("http", epilog=examples(
     "tickwork bench http",
     "tickwork bench http --requests 5000 --concurrency 32 --clients aiohttp,executor --json"))
@@ -256,7 +291,10 @@ async def _run_once(args: argparse.Namespace) -> dict[str, Any]:
         result = await _workload(args, bench)
         result["notes"] = bench.notes
     result = {**result, "deployment": deployment.describe(), "machine": machine()}
-    result["ok"] = all(result[k] == 0 for k in ("lost", "duplicated", "early"))
+    store = result.get("store", {})
+    result["ok"] = (all(result[k] == 0 for k in ("lost", "duplicated", "early"))
+                    and (not store.get("checked")
+                         or store["missed"] == store["duplicated"] == 0))
     if args.keep:
         result["kept"] = {"directory": str(workdir), "database": deployment.url}
     return result
@@ -297,6 +335,14 @@ async def _workload(args: argparse.Namespace, bench: Any) -> dict[str, Any]:
         return await run_w2(bench, profile, plot=args.plot)
     if args.workload == "publish":
         return await _publish(args, bench)
+    if args.workload == "pgcost":
+        from tickwork.bench.pgcost import run_pgcost  # noqa: PLC0415
+
+        return await run_pgcost(bench, jobs=args.jobs, duration=args.duration, every=args.every)
+    if args.workload == "w4":
+        from tickwork.bench.w4 import run_w4  # noqa: PLC0415
+
+        return await run_w4(bench, jobs=args.jobs, duration=args.duration, every=args.every)
     from tickwork.bench.w3 import run_w3  # noqa: PLC0415
 
     return await run_w3(bench, jobs=args.jobs, duration=args.duration, plot=args.plot,

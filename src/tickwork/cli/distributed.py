@@ -9,7 +9,9 @@ from tickwork.cli.options import Target, examples, logging_options, setting, sto
 from tickwork.cli.service import QUEUES, WORKER_ID
 from tickwork.config import Settings
 
-REDIS = "redis://host:port/db: dispatch through Redis (the postgres + redis deployment)"
+REDIS = ("redis://host:port/db, redis+cluster://host:port,host:port/ or "
+         "redis+sentinel://host:port,host:port/MASTER/db: dispatch through Redis (the "
+         "postgres + redis deployment)")
 METRICS = setting("--metrics-address", metavar="HOST:PORT", env="TICKWORK_METRICS_ADDRESS",
                   help="serve this process's /metrics and /healthz here, e.g. 127.0.0.1:9100 "
                   "(port 0 picks one)")

@@ -25,6 +25,7 @@ from tickwork.cli import (
     audit,
     bench,
     calendars,
+    consume,
     distributed,
     enqueue,
     jobs,
@@ -93,9 +94,9 @@ def completion(shell: str) -> int:
 
 def build_cli() -> click.Group:
     for group in (service.run, service.migrate, distributed.scheduler, distributed.worker,
-                  api.api, jobs.jobs, enqueue.enqueue, calendars.calendars, runs.runs,
-                  queues.queues, limits.limits, audit.audit, alerts.alerts, api.tokens,
-                  namespaces.namespaces, secrets.secrets, bench.bench):
+                  consume.consume, api.api, jobs.jobs, enqueue.enqueue, calendars.calendars,
+                  runs.runs, queues.queues, limits.limits, audit.audit, alerts.alerts,
+                  api.tokens, namespaces.namespaces, secrets.secrets, bench.bench):
         cli.add_command(group)
     return cli
 

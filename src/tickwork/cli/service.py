@@ -9,7 +9,8 @@ from tickwork.cli.options import Target, examples, logging_options, setting, sto
 
 
 def serve_options(command: click.decorators.FC) -> click.decorators.FC:
-    """--host, --port and --open: shared by ``tickwork run`` and ``tickwork api``."""
+    """--host, --port, --open and --read-database: shared by ``tickwork run`` and
+    ``tickwork api``."""
     for option in reversed((
         setting("--host", metavar="ADDRESS", env="TICKWORK_HOST",
                 help="listen on this address (default 127.0.0.1)"),
@@ -18,13 +19,17 @@ def serve_options(command: click.decorators.FC) -> click.decorators.FC:
         setting("--open", "open_access", is_flag=True, default=None, env="TICKWORK_OPEN_ACCESS",
                 help="no token needed (admin rights for anyone who can connect); only with a "
                 "loopback --host"),
+        setting("--read-database", metavar="URL", env="TICKWORK_READ_DATABASE",
+                help="a read replica of --database: the API's and dashboard's job and run "
+                "lists and stats read from it (default: --database)"),
     )):
         command = option(command)
     return command
 
 
 QUEUES = setting("--queues", metavar="SPEC", env="TICKWORK_QUEUES",
-                 help="queues and their concurrency, e.g. default:16,mail:4")
+                 help="queues and their concurrency, e.g. default:16,mail:4; a priority after "
+                 "an @ (critical:8@10) serves that queue first when Redis is down")
 WORKER_ID = setting("--worker-id", metavar="NAME", env="TICKWORK_WORKER_ID",
                     help="name this worker in run history")
 
@@ -47,8 +52,8 @@ WORKER_ID = setting("--worker-id", metavar="NAME", env="TICKWORK_WORKER_ID",
 @store_options(redis="redis://host:port/db: dispatch through Redis in this process (as the "
                "postgres + redis deployment does)")
 async def run(*, target: Target, queues: str | None, demo: bool | None, host: str | None,
-              port: str | None, open_access: bool | None, api_enabled: bool | None,
-              imports: tuple[str, ...], worker_id: str | None) -> int:
+              port: str | None, open_access: bool | None, read_database: str | None,
+              api_enabled: bool | None, imports: tuple[str, ...], worker_id: str | None) -> int:
     """Run everything in one process (SQLite by default).
 
     The planner, the rescuer, the worker pool, the REST API and the dashboard. Uses
@@ -64,7 +69,8 @@ async def run(*, target: Target, queues: str | None, demo: bool | None, host: st
         open_access = True  # the README's first command shows the dashboard without a token
     settings = settings_from(target, queues=queues, demo=demo, worker_id=worker_id,
                              host=host, port=port, open_access=open_access,
-                             api_enabled=api_enabled, log_each_run=True if demo else None)
+                             read_database=read_database, api_enabled=api_enabled,
+                             log_each_run=True if demo else None)
     if settings.redis:
         load_extra("tickwork.drivers.redis.dispatch", "redis", "dispatching through Redis")
     import_modules(imports)

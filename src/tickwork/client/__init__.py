@@ -70,6 +70,7 @@ from tickwork.drivers.base import (
     JobListParams,
     JobSetPausedParams,
     JobUpdateParams,
+    JobVersion,
     NewOccurrence,
     OccurrenceCancelOneParams,
     OccurrenceInsertParams,
@@ -188,6 +189,10 @@ def check_namespace(name: str) -> str:
     return name
 
 
+def _versioned(name: str, version: int | None) -> JobVersion | None:
+    return None if version is None else JobVersion(name, version)
+
+
 def _check_texts(**fields: str | None) -> None:
     """ValidationError naming the first of ``fields`` that is not valid Unicode text."""
     for name, value in fields.items():
@@ -281,7 +286,10 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
 
     # -- jobs --------------------------------------------------------------------------------
 
-    async def create_job(self, job: JobInput, *, actor: str | None = None) -> Job:
+    async def create_job(self, job: JobInput, *, actor: str | None = None,
+                         version: int | None = None) -> Job:
+        """With ``version``: only if newer than the last version applied to the job's name
+        (StaleVersion otherwise), recorded with it (docs/streams.md#versions)."""
         spec = to_spec(job)
         self._check(spec)
         now = self.clock.now()
@@ -294,7 +302,8 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
         check_runs(spec, next_run, now)
         (created,) = await self.store.job_create_many(JobCreateManyParams(
             jobs=[JobCreateParams(spec=spec, next_run_at=next_run, now=now, id=job_id,
-                                  actor=self._who(actor), namespace=self.home)],
+                                  actor=self._who(actor), namespace=self.home,
+                                  version=_versioned(spec.name, version))],
             max_jobs=guard.info.quotas.max_jobs))
         self._changed()
         return created
@@ -394,6 +403,11 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
         """Change some fields of a job; the others keep their values."""
         current = await self._job(ref)
         spec = parse_job_document(changes, defaults=current.spec).spec
+        return await self.replace_job(current, spec, actor=actor)
+
+    async def replace_job(self, current: Job, spec: JobSpec, *, actor: str | None = None,
+                          version: int | None = None) -> Job:
+        """Make ``current`` the job ``spec`` describes; with ``version`` as create_job."""
         if spec.chained and (spec.chained != current.spec.chained
                              or spec.name != current.spec.name):
             await check_chains([("", spec)], self._spec_named)
@@ -411,7 +425,8 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
             next_run = await self._first_run(spec, now, current.id)
         updated = await self.store.job_update(
             JobUpdateParams(id=current.id, spec=spec, next_run_at=next_run, now=now,
-                            actor=self._who(actor), diff=spec_diff(current.spec, spec)))
+                            actor=self._who(actor), diff=spec_diff(current.spec, spec),
+                            version=_versioned(current.spec.name, version)))
         self._changed()
         return updated
 
@@ -433,8 +448,10 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
         self._changed()
         return resumed
 
-    async def trigger_job(self, ref: str, *, actor: str | None = None) -> Occurrence:
-        """Run the job now, once, outside its schedule (with an idempotency key of its own)."""
+    async def trigger_job(self, ref: str, *, actor: str | None = None,
+                          details: Mapping[str, Any] | None = None) -> Occurrence:
+        """Run the job now, once, outside its schedule (with an idempotency key of its own).
+        ``details`` go on the trigger's audit entry, written in the same transaction."""
         job = await self._job(ref)
         now = self.clock.now()
         check_run_quota(await namespace_info(self.admin, job.namespace, now), 1, now)
@@ -442,16 +459,19 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
             NewOccurrence(job_id=job.id, scheduled_at=now, due_at=now, queue=job.spec.queue,
                           priority=job.spec.priority, max_attempts=job.spec.retry.max_attempts,
                           trigger=Trigger.MANUAL)], now=now,
-            audit=AuditAction.TRIGGER, actor=self._who(actor)))
+            audit=AuditAction.TRIGGER, actor=self._who(actor),
+            details=dict(details) if details is not None else None))
         if self.after_insert is not None:
             await self.after_insert(stored)
         self._changed()
         return stored[0]
 
-    async def delete_job(self, ref: str, *, actor: str | None = None) -> None:
+    async def delete_job(self, ref: str, *, actor: str | None = None,
+                         version: int | None = None) -> None:
         job = await self._job(ref)
-        await self.store.job_delete(JobDeleteParams(id=job.id, now=self.clock.now(),
-                                                    actor=self._who(actor)))
+        await self.store.job_delete(JobDeleteParams(
+            id=job.id, now=self.clock.now(), actor=self._who(actor),
+            version=_versioned(job.spec.name, version)))
 
     async def preview(self, job: JobInput | str, n: int = 5,
                       after: datetime | None = None) -> list[datetime]:

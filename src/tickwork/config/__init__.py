@@ -21,16 +21,24 @@ from typing import Any, Literal
 
 from tickwork.config.checks import (
     MAX_CONCURRENCY,
+    check_consume,
     check_database,
     check_executors,
     check_less,
     check_logs,
+    check_other_stores,
     check_processes,
     check_queues,
     check_shard_lease,
-    check_url,
     format_seconds,
     parse_address,
+)
+from tickwork.config.priorities import (
+    check_priorities,
+    merge_priorities,
+    parse_queue_priorities,
+    priorities_in_queues,
+    split_priority,
 )
 from tickwork.document.alerts import parse_alert_defaults
 from tickwork.errors import ConfigError, ValidationError
@@ -72,7 +80,7 @@ NOT_SETTINGS = frozenset({
 NOT_SETTINGS_PREFIXES = ("TICKWORK_TEST_",)
 
 _Kind = Literal["str", "optional_str", "int", "seconds", "bool", "queues", "str_list",
-                "brokers"]
+                "brokers", "priorities"]
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -83,7 +91,12 @@ class Settings:
 
     database: str = "sqlite:///tickwork.db"  # sqlite:///path | postgresql://...
     redis: str | None = None
+    # The API's and dashboard's lists and stats read here (a read replica); None: `database`.
+    read_database: str | None = None
     queues: tuple[tuple[str, int], ...] = (("default", DEFAULT_CONCURRENCY),)
+    # Which queues come first in degraded mode and in the reconciler (config/priorities.py);
+    # also written in `queues` after an @: "critical:8@10". Unnamed queues: 0.
+    queue_priorities: tuple[tuple[str, int], ...] = ()
     host: str = "127.0.0.1"
     port: int = 8000
     worker_id: str | None = None
@@ -120,13 +133,16 @@ class Settings:
     # {"all": <alerts>, "queues": {"name": <alerts>}}, and how often they are judged.
     alert_defaults: str | None = None
     alert_interval_seconds: float = 5.0
+    # Job commands to consume (docs/streams.md): BROKER/SOURCE entries, each a broker of
+    # executors.brokers and the stream, queue or subject its commands arrive on.
+    consume: tuple[str, ...] = ()
 
     def validate(self) -> None:
         """Raise ConfigError for the first value out of bounds or in conflict with another."""
         check_database(self.database)
-        if self.redis is not None:
-            check_url("redis", self.redis, ("redis", "rediss", "unix"))
+        check_other_stores(self.redis, self.read_database)
         check_queues(self.queues)
+        check_priorities(self.queue_priorities)
         if not self.host:
             raise ConfigError("host", "must not be empty")
         if not 0 <= self.port <= 65535:
@@ -162,15 +178,17 @@ class Settings:
         check_logs(self.log_level, LOG_LEVELS, self.log_format)
         check_executors(self.executors, _EXECUTOR_KINDS)
         parse_alert_defaults(self.alert_defaults)
+        check_consume(self.consume, self.executors.brokers)
 
 
 def parse_queues(value: str) -> tuple[tuple[str, int], ...]:
-    """``"default:16,mail:4"`` as ``(("default", 16), ("mail", 4))``; a bare name gets 64."""
+    """``"default:16,mail:4"`` as ``(("default", 16), ("mail", 4))``; a bare name gets 64.
+    A priority after an ``@`` (``"critical:8@10"``) is read by ``priorities_in_queues``."""
     if not value.strip():
         raise ConfigError("queues", "must name at least one queue, e.g. 'default:16,mail:4'")
     queues: list[tuple[str, int]] = []
     for item in value.split(","):
-        name, colon, count = (part.strip() for part in item.partition(":"))
+        name, colon, count = (part.strip() for part in split_priority(item)[0].partition(":"))
         if not name:
             raise ConfigError("queues", f"has an entry with no queue name in {value!r}")
         if not colon:
@@ -208,6 +226,9 @@ def load_settings(
     for name in ("log_level", "log_format"):
         if name in top:
             top[name] = top[name].lower()
+    at = top.pop(_QUEUES_AT, ())
+    if at:  # "critical:8@10" in queues: over queue_priorities, from whichever source
+        top["queue_priorities"] = merge_priorities(top.get("queue_priorities", ()), at)
     settings = Settings(**top, executors=replace(ExecutorSettings(), **executors))
     settings.validate()
     return settings
@@ -218,7 +239,9 @@ def load_settings(
 _SETTING_KINDS: dict[str, _Kind] = {
     "database": "str",
     "redis": "optional_str",
+    "read_database": "optional_str",
     "queues": "queues",
+    "queue_priorities": "priorities",
     "host": "str",
     "port": "int",
     "worker_id": "optional_str",
@@ -247,6 +270,7 @@ _SETTING_KINDS: dict[str, _Kind] = {
     "metrics_address": "optional_str",
     "alert_defaults": "optional_str",
     "alert_interval_seconds": "seconds",
+    "consume": "str_list",
 }
 _SECONDS = tuple(name for name, kind in _SETTING_KINDS.items() if kind == "seconds")
 
@@ -313,7 +337,7 @@ def _read_toml(path: str, top: dict[str, Any], executors: dict[str, Any]) -> Non
             executors["brokers"] = _coerce(value, "brokers", "executors.brokers", where,
                                            text=False)
         elif key in _SETTING_KINDS:
-            top[key] = _coerce(value, _SETTING_KINDS[key], key, where, text=False)
+            _put(top, key, value, where, text=False)
         elif key in _EXECUTOR_KINDS:
             raise ConfigError("", f"setting {key!r} in {path} belongs in its [executors] table")
         else:
@@ -339,7 +363,7 @@ def _read_env(environ: Mapping[str, str], top: dict[str, Any], executors: dict[s
             executors[name] = _coerce(raw, _EXECUTOR_KINDS[name], f"executors.{name}",
                                       f"from {var}", text=True)
         else:
-            top[name] = _coerce(raw, _SETTING_KINDS[name], name, f"from {var}", text=True)
+            _put(top, name, raw, f"from {var}", text=True)
 
 
 def _read_flags(flags: Mapping[str, object], top: dict[str, Any],
@@ -350,13 +374,22 @@ def _read_flags(flags: Mapping[str, object], top: dict[str, Any],
         where = f"from --{name.replace('_', '-')}"
         text = isinstance(value, str)
         if name in _SETTING_KINDS:
-            top[name] = _coerce(value, _SETTING_KINDS[name], name, where, text=text)
+            _put(top, name, value, where, text=text)
         elif name in _EXECUTOR_KINDS:
             executors[name] = _coerce(value, _EXECUTOR_KINDS[name], f"executors.{name}", where,
                                       text=text)
         else:
             hint = _suggest(name, [*_SETTING_KINDS, *_EXECUTOR_KINDS])
             raise ConfigError("", f"unknown setting {name!r} in flags{hint}")
+
+
+_QUEUES_AT = "_queues_at"  # the @P priorities of the queues value read last
+
+
+def _put(top: dict[str, Any], name: str, value: object, where: str, *, text: bool) -> None:
+    top[name] = _coerce(value, _SETTING_KINDS[name], name, where, text=text)
+    if name == "queues":
+        top[_QUEUES_AT] = priorities_in_queues(value)
 
 
 def _coerce(value: object, kind: _Kind, name: str, where: str, *, text: bool) -> object:
@@ -473,6 +506,7 @@ _COERCERS: dict[_Kind, Callable[[object, str, str, bool], object]] = {
     "queues": _coerce_queues,
     "str_list": _coerce_str_list,
     "brokers": _coerce_brokers,
+    "priorities": lambda value, name, where, text: parse_queue_priorities(value, where),
 }
 
 

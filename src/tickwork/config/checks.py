@@ -15,6 +15,7 @@ from typing import Any
 
 from tickwork.document import QUEUE_NAME, QUEUE_NAME_RULE
 from tickwork.drivers import SQLITE, backend_of
+from tickwork.drivers.redis_url import parse_redis_url
 from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors.base import ExecutorSettings
 from tickwork.executors.email import check_settings as check_smtp_settings
@@ -54,7 +55,8 @@ def check_url(name: str, value: str, schemes: tuple[str, ...]) -> None:
     if not sep or scheme.lower() not in schemes:
         # Only the scheme is echoed: the rest of a URL may hold a password.
         got = f"a {scheme!r} URL" if sep else "no scheme"
-        examples = {"database": "sqlite:///PATH or postgresql://...", "redis": "redis://..."}
+        examples = {"database": "sqlite:///PATH or postgresql://...",
+                    "read_database": "postgresql://... (or sqlite:///PATH)"}
         raise ConfigError(name, f"must be {examples[name]} (got {got})")
 
 
@@ -64,6 +66,23 @@ def check_database(url: str) -> None:
         return
     if not url.startswith("sqlite:///") or url == "sqlite:///":
         raise ConfigError("database", "must be sqlite:///PATH, with three slashes and a path")
+
+
+def check_other_stores(redis: str | None, read_database: str | None) -> None:
+    """Redis' URL (one server, a Redis Cluster or a Sentinel-managed master: docs/redis.md),
+    and the read replica's (``read_database``), when set."""
+    if redis is not None:
+        check_redis(redis)
+    if read_database is not None:
+        check_url("read_database", read_database, ("sqlite", "postgresql", "postgres"))
+
+
+def check_redis(url: str) -> None:
+    """One server, a Redis Cluster or a Sentinel-managed master (docs/redis.md)."""
+    try:
+        parse_redis_url(url)
+    except ValueError as exc:
+        raise ConfigError("redis", str(exc)) from None
 
 
 def check_queues(queues: tuple[tuple[str, Any], ...]) -> None:
@@ -191,3 +210,33 @@ def _check_outbound(executors: ExecutorSettings) -> None:
 
 def format_seconds(seconds: float) -> str:
     return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"
+
+
+CONSUMABLE = ("redis", "amqp", "nats")  # the broker families `tickwork consume` reads
+
+
+def parse_consume(entry: str) -> tuple[str, str]:
+    """``"events/tickwork.commands"`` as ``("events", "tickwork.commands")``: a broker of
+    ``executors.brokers`` and the stream, queue or subject to read commands from."""
+    broker, slash, source = entry.partition("/")
+    if not slash or not broker or not source or any(c.isspace() for c in entry):
+        raise ConfigError("consume", f"{entry!r} must be BROKER/SOURCE: a configured broker "
+                          "and the stream, queue or subject to read, e.g. "
+                          "'events/tickwork.commands'")
+    return broker, source
+
+
+def check_consume(consume: tuple[str, ...], brokers: tuple[tuple[str, str], ...]) -> None:
+    known = dict(brokers)
+    for entry in consume:
+        broker, _ = parse_consume(entry)
+        url = known.get(broker)
+        if url is None:
+            names = ", ".join(sorted(known)) or "none is configured"
+            raise ConfigError("consume", f"{entry!r} names broker {broker!r}, which is not in "
+                              f"executors.brokers ({names})")
+        scheme = url.partition("://")[0].lower()
+        family = {"rediss": "redis", "amqps": "amqp", "tls": "nats"}.get(scheme, scheme)
+        if config_reference(url) is None and family not in CONSUMABLE:
+            raise ConfigError("consume", f"{entry!r}: broker {broker!r} is {scheme}; commands "
+                              f"are read from {', '.join(CONSUMABLE)} brokers only")

@@ -38,12 +38,23 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
+class JobVersion:
+    """A command's version of the job named ``name``: the change it comes with is written only
+    if ``version`` is newer than the last one applied to that name, and in the same
+    transaction it becomes the last one (else StaleVersion, and nothing is written)."""
+
+    name: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
 class JobCreateParams:
     spec: JobSpec
     next_run_at: datetime | None
     now: datetime
     id: str | None = None
     actor: str | None = None  # who creates it: created_by, and the audit entry's actor
+    version: JobVersion | None = None
     namespace: str = "default"  # the tenant it belongs to
 
 
@@ -82,6 +93,7 @@ class JobUpdateParams:
     actor: str | None = None
     # What changed, for the audit entry: {field: {"before": ..., "after": ...}}.
     diff: dict[str, Any] | None = None
+    version: JobVersion | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +110,7 @@ class JobDeleteParams:
     id: str
     now: datetime
     actor: str | None = None
+    version: JobVersion | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,6 +424,9 @@ class Store(CalendarStore, AlertStore, EnqueueStore, Protocol):
     async def job_set_paused(self, p: JobSetPausedParams) -> Job: ...
     async def job_delete(self, p: JobDeleteParams) -> None:
         """Removes the job from listings and cancels its waiting occurrences; history stays."""
+        ...
+    async def job_version_get(self, name: str) -> int | None:
+        """The last version applied to the job named ``name`` (kept after a delete), or None."""
         ...
     async def job_get_deleted(self, ref: str, namespace: str | None = None) -> list[Job]:
         """Deleted jobs with this id or name (of ``namespace`` if set), most recently deleted

@@ -73,7 +73,14 @@ def redis_claim_source(settings: Settings, *, store: Store, dispatch: RedisDispa
         store=store, dispatch=dispatch, clock=clock, worker_id=worker,
         lease_seconds=s.lease_seconds, heartbeat_seconds=s.heartbeat_seconds,
         poll_interval_seconds=s.poll_interval_seconds, max_deliveries=s.max_deliveries,
-        on_lost=on_lost, on_mode=metrics.dispatch.changed if metrics.dispatch else None)
+        on_lost=on_lost, on_mode=metrics.dispatch.changed if metrics.dispatch else None,
+        priorities=queue_priorities(s))
+
+
+def queue_priorities(settings: Settings) -> dict[str, int]:
+    """Each queue the worker serves and its priority (``queue_priorities``; unnamed: 0)."""
+    given = dict(settings.queue_priorities)
+    return {name: given.get(name, 0) for name, _ in settings.queues}
 
 
 def worker_pool(settings: Settings, *, store: Store, clock: Clock,
@@ -100,13 +107,15 @@ def worker_pool(settings: Settings, *, store: Store, clock: Clock,
 
 
 def scheduler_dispatch(*, store: Store, dispatch: RedisDispatch, clock: Clock,
-                       metrics: Metrics) -> SchedulerDispatch:
-    """A scheduler's Redis side: promoter, reconciler, queue catalogue and feeder."""
+                       metrics: Metrics, settings: Settings | None = None) -> SchedulerDispatch:
+    """A scheduler's Redis side: promoter, reconciler, queue catalogue and feeder; the
+    reconciler re-adds ``settings.queue_priorities``' higher queues first."""
     from tickwork.scheduler.dispatch import SchedulerDispatch  # noqa: PLC0415  (the redis extra)
 
     return SchedulerDispatch(store=store, dispatch=dispatch, clock=clock,
                              on_promoted=metrics.promoted_moved,
-                             on_reconciled=lambda done: metrics.repaired(done.added))
+                             on_reconciled=lambda done: metrics.repaired(done.added),
+                             priorities=dict(settings.queue_priorities) if settings else None)
 
 
 def planner(settings: Settings, *, store: Store, clock: Clock, metrics: Metrics,

@@ -51,6 +51,21 @@ async def client_for(settings: Settings, *, create: bool = True,
     return client
 
 
+async def read_client_for(settings: Settings) -> AsyncClient | None:
+    """A client on ``read_database`` (a read replica) for the API's lists and stats, or None
+    when it is not set (they read the primary). It never migrates: a replica is read-only,
+    and its schema arrives by replication, so an unmigrated one is refused."""
+    if settings.read_database is None:
+        return None
+    driver = open_driver(settings.read_database)
+    try:
+        await require_schema(driver.store, settings.read_database)
+    except BaseException:
+        await driver.close()
+        raise
+    return AsyncClient(driver.store)
+
+
 EXTRA_PACKAGES = {"redis": "redis", "hiredis": "redis", "psycopg": "postgres",
                   "psycopg_pool": "postgres", "psycopg_binary": "postgres"}
 

@@ -31,6 +31,8 @@ from tickwork.executors.admission import JobPolicy
 from tickwork.metrics import REDIS, DispatchMode
 from tickwork.runtime import assemble
 from tickwork.runtime.base import Process, Stoppable
+from tickwork.runtime.client import read_client_for
+from tickwork.runtime.consume import start_sources
 from tickwork.runtime.lock import FileLock
 from tickwork.scheduler.alert_delivery import AlertDeliverer
 from tickwork.scheduler.alerts import AlertEvaluator
@@ -41,6 +43,7 @@ from tickwork.scheduler.rescuer import Rescuer
 
 if TYPE_CHECKING:
     from tickwork.scheduler.dispatch import SchedulerDispatch
+    from tickwork.streams import StreamSource
     from tickwork.worker.redis_source import RedisClaimSource
 
 log = logging.getLogger("tickwork.service")
@@ -62,12 +65,14 @@ class EmbeddedService(Process):
         self.metrics.dispatch = DispatchMode(REDIS if settings.redis else self.driver.name)
         self.lock = FileLock.for_database(settings.database, self.driver)
         self.client: AsyncClient | None = None  # made at start, with what it must know
+        self.reader: AsyncClient | None = None  # read_database's, for the API's lists and stats
         self.planner: Planner | None = None
         self.rescuer: Rescuer | None = None
         self.alerts: tuple[AlertEvaluator, AlertDeliverer] | None = None
         self.pruner: Pruner | None = None
         self.redis: SchedulerDispatch | None = None  # the due set's side: promoter, reconciler
         self.source: RedisClaimSource | None = None  # the worker's side: claims from Redis
+        self.streams: list[StreamSource] = []  # job commands consumed (the consume setting)
         self._stopped = asyncio.Event()
 
     async def start(self) -> None:
@@ -107,6 +112,7 @@ class EmbeddedService(Process):
                      *self._redis_loops()):
             loop.start()
         self.pool.start()
+        self.streams = await start_sources(self, self.client)
         log.info("tickwork is running: database %s, queues %s, worker %s%s", safe_url(s.database),
                  ", ".join(f"{q}:{c}" for q, c in s.queues), self.pool.worker_id,
                  ", dispatch redis" if self.redis else "")
@@ -120,7 +126,8 @@ class EmbeddedService(Process):
             return
         await self.dispatch.check_settings()
         self.redis = assemble.scheduler_dispatch(store=self.store, dispatch=self.dispatch,
-                                                 clock=self.clock, metrics=self.metrics)
+                                                 clock=self.clock, metrics=self.metrics,
+                                                 settings=self.settings)
         self.source = assemble.redis_claim_source(
             self.settings, store=self.store, dispatch=self.dispatch, clock=self.clock,
             worker=worker, metrics=self.metrics, on_lost=self.redis.reconciler.notify_lost)
@@ -129,9 +136,10 @@ class EmbeddedService(Process):
         return self.redis.loops() if self.redis is not None else ()
 
     def loops(self) -> tuple[Stoppable, ...]:
-        return tuple(loop for loop in (self.planner, self.rescuer, self.pruner)
-                     if loop is not None) + \
-            (self.alerts or ()) + self._redis_loops()
+        return (*self.streams,
+                *(loop for loop in (self.planner, self.rescuer, self.pruner)
+                  if loop is not None),
+                *(self.alerts or ()), *self._redis_loops())
 
     @property
     def mode(self) -> str:
@@ -149,6 +157,11 @@ class EmbeddedService(Process):
         finally:
             self.lock.release()
             self._stopped.set()
+
+    async def _stop_more(self) -> None:
+        if self.reader is not None:
+            await self.reader.close()
+            self.reader = None
 
     # -- jobs declared in code or handed in --------------------------------------------------
 
@@ -196,9 +209,10 @@ class EmbeddedService(Process):
 
         s = self.settings
         assert self.client is not None
+        self.reader = await read_client_for(s)
         app = create_app(self.client, open_access=s.open_access, allowed_hosts=[s.host],
                          metrics=self.metrics, access_log=s.access_log,
-                         retention=retention_of(s))
+                         retention=retention_of(s), read_client=self.reader)
         self.http = ApiServer(app, host=s.host, port=s.port)
         await self.http.start()
         if s.open_access:

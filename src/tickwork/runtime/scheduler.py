@@ -40,7 +40,8 @@ class SchedulerProcess(Process):
         self.id = scheduler_id or f"scheduler-{uuid.uuid4().hex[:8]}"
         self.dispatch = assemble.open_dispatch(s)
         self.redis = None if self.dispatch is None else assemble.scheduler_dispatch(
-            store=self.store, dispatch=self.dispatch, clock=self.clock, metrics=self.metrics)
+            store=self.store, dispatch=self.dispatch, clock=self.clock, metrics=self.metrics,
+            settings=self.settings)
         # Shard leases are short and renewed every third of their length, apart from the
         # run leases (sized for jobs): a killed scheduler's shards move within seconds.
         self.leaser = ShardLeaser(store=self.postgres, clock=self.clock, owner=self.id,

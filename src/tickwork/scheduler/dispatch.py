@@ -3,7 +3,7 @@ and the feeder its planner and rescuer hand their occurrences to."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from tickwork.clock import Clock
 from tickwork.drivers.base import JobAdvance, NewOccurrence, Rescued, Store
@@ -26,9 +26,10 @@ class SchedulerDispatch:
     def __init__(self, *, store: Store, dispatch: Dispatch, clock: Clock,
                  reconcile_interval_seconds: float = 2.0,
                  on_promoted: Callable[[str, int], None] | None = None,
-                 on_reconciled: Callable[[Reconciled], None] | None = None) -> None:
+                 on_reconciled: Callable[[Reconciled], None] | None = None,
+                 priorities: Mapping[str, int] | None = None) -> None:
         """``on_promoted`` and ``on_reconciled``: the promoter's and the reconciler's hooks
-        (metrics)."""
+        (metrics); ``priorities``: the queues the reconciler re-adds first."""
         self.store = store
         self.dispatch = dispatch
         self.catalog = QueueCatalog(store, clock)
@@ -37,7 +38,7 @@ class SchedulerDispatch:
         self.reconciler = Reconciler(dispatch=dispatch, source=StoreWaitingSource(store),
                                      clock=clock, queues=self.catalog,
                                      interval_seconds=reconcile_interval_seconds,
-                                     on_reconciled=on_reconciled)
+                                     on_reconciled=on_reconciled, priorities=priorities)
         self.feeder = DueFeeder(dispatch, clock, on_added=self.promoter.wake,
                                 on_recovered=self._rebuild_all)
 

@@ -16,14 +16,16 @@ waiting occurrence is lost from Redis or in the short window between a read and 
 claim; re-adding the latter costs one claim the store rejects.
 
 Rebuilds page through the store (``page_size`` per call) and resume across ticks, at most
-``pages_per_tick`` pages per queue per tick (DESIGN rule 8). The loop also trims acked entries
+``pages_per_tick`` pages per queue per tick (DESIGN rule 8). Queues of higher priority
+(``queue_priorities``) are re-added first: while one is still being rebuilt, queues below it
+wait for the next tick (queues of equal priority go side by side). The loop also trims acked entries
 from the streams every ``trim_every_seconds``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -99,7 +101,9 @@ class Reconciler(Loop):
         repair_grace_seconds: float = 60.0,
         trim_every_seconds: float = 60.0,
         on_reconciled: Callable[[Reconciled], None] | None = None,
+        priorities: Mapping[str, int] | None = None,
     ) -> None:
+        """``priorities``: queue -> priority (unnamed: 0); higher ones are rebuilt first."""
         if page_size < 1 or pages_per_tick < 1:
             raise ValueError(f"page_size ({page_size}) and pages_per_tick ({pages_per_tick}) "
                              "must be at least 1")
@@ -116,6 +120,7 @@ class Reconciler(Loop):
         self.repair_grace_ms = int(repair_grace_seconds * 1000)
         self.trim_every = timedelta(seconds=trim_every_seconds)
         self.on_reconciled = on_reconciled
+        self.priorities = dict(priorities or {})
         self._lost: set[str] = set()
         self._rebuilds: dict[str, _Rebuild] = {}
         self._repaired_at: dict[str, datetime] = {}
@@ -153,11 +158,7 @@ class Reconciler(Loop):
         for queue in queues:
             if queue not in self._rebuilds:
                 await self._check(queue, now)
-        finished: list[Reconciled] = []
-        for queue in list(self._rebuilds):
-            done = await self._step(queue)
-            if done is not None:
-                finished.append(done)
+        finished = await self._step_all()
         if self._trimmed_at is None or now - self._trimmed_at >= self.trim_every:
             self._trimmed_at = now
             for queue in queues:
@@ -166,6 +167,24 @@ class Reconciler(Loop):
 
     async def tick(self, now: datetime) -> bool:
         return (await self.run_once(now))[1]
+
+    def _priority(self, queue: str) -> int:
+        return self.priorities.get(queue, 0)
+
+    async def _step_all(self) -> list[Reconciled]:
+        """A step of each rebuild, highest priority first; while one is left unfinished,
+        those below it wait for the next tick."""
+        finished: list[Reconciled] = []
+        first: int | None = None  # the priority of the highest rebuild left unfinished
+        for queue in sorted(self._rebuilds, key=self._priority, reverse=True):
+            if first is not None and self._priority(queue) < first:
+                continue  # a queue above it is still being re-added: it goes first
+            done = await self._step(queue)
+            if done is not None:
+                finished.append(done)
+            elif first is None:
+                first = self._priority(queue)
+        return finished
 
     def _start(self, queue: str, rebuild: _Rebuild, now: datetime) -> None:
         # A full rebuild covers a repair too; a new loss restarts one from its first page.

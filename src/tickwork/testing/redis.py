@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
+from tickwork.drivers.dispatch import Entry
+from tickwork.drivers.redis.connect import RedisClient, open_client
 from tickwork.drivers.redis.dispatch import RedisDispatch
+from tickwork.drivers.redis.keys import GROUP
 
 URL_ENV = "TICKWORK_TEST_REDIS_URL"
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
@@ -49,12 +51,13 @@ def _unreachable(reason: str) -> None:
     pytest.skip(message)
 
 
-async def connect(url: str | None = None) -> Redis:
-    """A client (decode_responses) on a server that answers, or a skip (a failure in CI)."""
-    client = Redis.from_url(url or redis_url(), decode_responses=True, socket_connect_timeout=2)
+async def connect(url: str | None = None) -> RedisClient:
+    """A client (decode_responses) on a server that answers, or a skip (a failure in CI).
+    ``url`` may name a Redis Cluster or a Sentinel-managed master too."""
+    client = open_client(url or redis_url(), socket_connect_timeout=2)
     try:
         await client.ping()
-    except (RedisError, OSError) as exc:
+    except (RedisError, RedisClusterException, OSError) as exc:
         await client.aclose()
         _unreachable(str(exc) or type(exc).__name__)
     return client
@@ -64,7 +67,7 @@ def new_prefix() -> str:
     return f"{PREFIX}{uuid.uuid4().hex[:12]}"
 
 
-async def delete_prefix(client: Redis, prefix: str) -> int:
+async def delete_prefix(client: RedisClient, prefix: str) -> int:
     """Delete every key of one tickwork prefix (never FLUSHALL: the server is shared)."""
     if not prefix.startswith(PREFIX):
         raise ValueError(f"refusing to delete keys of {prefix!r}: not a test prefix")
@@ -93,6 +96,15 @@ async def prefixed_dispatch(url: str | None = None, prefix: str | None = None,
     finally:
         await delete_prefix(client, prefix)
         await dispatch.close()
+
+
+async def make_idle(dispatch: RedisDispatch, queue: str, consumer: str,
+                    entries: Sequence[Entry], idle_ms: int) -> None:
+    """XCLAIM to the same consumer with IDLE: sets the idle time, no waiting, no delivery
+    (the conformance suite's ``make_idle``)."""
+    for e in entries:
+        await dispatch.client.xclaim(dispatch.keys.stream(queue, e.band), GROUP, consumer, 0,
+                                     [e.id], idle=idle_ms, justid=True)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@
 - ``after_execute=kill:0.2``  each time with probability 0.2
 - ``after_commit=kill@3``     the third time a batch of results has been committed to the store
 - ``after_ack=kill``          after a batch of Redis stream entries is acknowledged (Redis dispatch)
+- ``consume_after_commit=kill``  after a consumed job command is committed, before its ack
 
 The one action is ``kill``: the process sends itself SIGKILL, as ``kill -9`` would. The variable is
 read once, when this module is first imported (at worker start); without it ``failpoint()`` is a
@@ -26,7 +27,7 @@ from tickwork.errors import ConfigError
 
 ENV = "TICKWORK_FAILPOINTS"
 SEED_ENV = "TICKWORK_TEST_FAILPOINT_SEED"
-POINTS = ("after_execute", "after_commit", "after_ack")
+POINTS = ("after_execute", "after_commit", "after_ack", "consume_after_commit")
 ACTIONS = ("kill",)
 
 log = logging.getLogger("tickwork.worker.failpoints")

@@ -11,7 +11,8 @@ entries idle past ``reclaim_idle_seconds`` (their consumer died or hung) are rec
 claimed afresh, and one delivered more than ``max_deliveries`` times goes to the dead stream.
 
 **Degraded mode.** When Redis is unreachable (``DispatchUnavailable``), claims come straight
-from the store (``SqlClaimSource``: ``occurrence_claim``, SKIP LOCKED), and ``health()`` is
+from the store (``SqlClaimSource``: ``occurrence_claim``, SKIP LOCKED), queues of higher
+priority first (``worker/priorities.py``), and ``health()`` is
 probed every ``probe_seconds``; when it answers, reads resume. The switch never runs an
 occurrence twice: a key Redis delivers for an occurrence the SQL path already ran is ``gone``
 to the store's claim, and is acked.
@@ -22,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from tickwork.clock import Clock
@@ -54,6 +55,7 @@ from tickwork.drivers.feeder import DueFeeder
 from tickwork.errors import DispatchError, DispatchUnavailable
 from tickwork.models import Claim, OccurrenceState
 from tickwork.worker.failpoints import failpoint
+from tickwork.worker.priorities import PriorityGate
 from tickwork.worker.sources import SqlClaimSource
 
 log = logging.getLogger("tickwork.worker.redis")
@@ -80,13 +82,16 @@ class RedisClaimSource:
         recheck_seconds: float = 1.0,
         on_lost: Callable[[str], None] | None = None,
         on_mode: Callable[[str], None] | None = None,
+        priorities: Mapping[str, int] | None = None,
     ) -> None:
         """``reclaim_idle_seconds`` (default 3 x heartbeat): how long an entry must sit
         untouched before another worker takes it over; more than the heartbeat interval, so
         a live worker's running entries are never taken. ``recheck_seconds``: the earliest a
         key the store would not claim (paused, locked, held back by its overlap policy) is
         delivered again. ``on_lost(queue)``: a read had to create consumer groups (Redis lost
-        its data); the reconciler of a scheduler notices the same through the epoch."""
+        its data); the reconciler of a scheduler notices the same through the epoch.
+        ``priorities``: each queue this worker serves and its priority; in degraded mode a
+        queue claims only while none above it is behind (``PriorityGate``)."""
         idle = 3 * heartbeat_seconds if reclaim_idle_seconds is None else reclaim_idle_seconds
         if idle <= heartbeat_seconds:
             raise ValueError(f"reclaim_idle_seconds ({idle}) must be more than "
@@ -110,6 +115,7 @@ class RedisClaimSource:
                                   lease_seconds=lease_seconds,
                                   poll_interval_seconds=poll_interval_seconds)
         self.feeder = DueFeeder(dispatch, clock)
+        self.gate = PriorityGate(priorities or {})
         self.mode = REDIS
         self.dead_lettered = 0
         self.reclaimed = 0  # entries taken over from consumers that died or hung
@@ -142,6 +148,7 @@ class RedisClaimSource:
             log.warning("Redis is unavailable (%s): DEGRADED MODE, claiming straight from the "
                         "store; probing Redis every %gs", exc, self.probe_seconds)
             self.mode = DEGRADED
+            self.gate.degraded()
             if self.on_mode is not None:
                 self.on_mode(self.mode)
             self._tasks.append(asyncio.create_task(self._probe_loop(), name="redis-probe"))
@@ -161,24 +168,38 @@ class RedisClaimSource:
                 self.mode = REDIS
                 if self.on_mode is not None:
                     self.on_mode(self.mode)
-                for queue in self._queues:
-                    self._wake(queue)
+                self.gate.reset(self._wake, self._queues)
 
     # -- claiming ----------------------------------------------------------------------------
 
     async def claim(self, queue: str, free: int, now: datetime) -> ClaimResult:
         self._queues.add(queue)
         if self.mode == DEGRADED:
-            return await self.sql.claim(queue, free, now)
+            return await self._claim_stored(queue, free, now)
         try:
             return await self._claim_delivered(queue, min(free, MAX_READ))
         except DispatchUnavailable as exc:
             self._degrade(exc)
-            return await self.sql.claim(queue, free, self.clock.now())
+            return await self._claim_stored(queue, free, self.clock.now())
+
+    async def _claim_stored(self, queue: str, free: int, now: datetime) -> ClaimResult:
+        """Degraded mode: from the store, unless a queue of higher priority is behind."""
+        if not self.gate.may_claim(queue):
+            for above in self.gate.behind_above(queue):  # busy, but with nothing more due?
+                next_due = await self.store.occurrence_next_due(above, now)
+                if next_due is None or next_due > now:
+                    self.gate.caught_up(above, self._wake)
+            if not self.gate.may_claim(queue):
+                return ClaimResult(claims=[])
+        result = await self.sql.claim(queue, free, now)
+        self.gate.claimed(queue, free, len(result.claims), self._wake)
+        return result
 
     async def idle_seconds(self, queue: str, now: datetime) -> float:
         if self.mode == REDIS:
             return 0.0  # the next read blocks until an entry comes, at most block_ms
+        if self.gate.holding(queue):
+            return self.probe_seconds  # woken when the queues above have caught up
         return min(await self.sql.idle_seconds(queue, now), self.probe_seconds)
 
     async def _claim_delivered(self, queue: str, free: int) -> ClaimResult:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from datetime import datetime
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,6 +33,7 @@ from tickwork.drivers.postgres.rows import (
     job_from_row,
     shard_of,
 )
+from tickwork.drivers.postgres.versions import VersionMethods, take_version
 from tickwork.drivers.rows import SpecCache
 from tickwork.drivers.sqlfiles import load_migrations
 from tickwork.errors import Conflict, JobNotFound, StoreError
@@ -45,7 +47,8 @@ if TYPE_CHECKING:
 
 
 class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMethods,
-                    ShardLeaseMethods, CalendarMethods, ControlMethods, EnqueueMethods):
+                    ShardLeaseMethods, CalendarMethods, ControlMethods, EnqueueMethods,
+                    VersionMethods):
     """``PostgresStore("postgresql://user@host/db")``; call ``migrate()`` once before use.
 
     ``shard_count`` applies when ``migrate()`` creates the database; afterwards the database's
@@ -131,6 +134,7 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
             return []
         shards = await self.shard_count()
         jobs: list[Job] = []
+        versions: list[tuple[b.JobVersion, datetime]] = []
         try:
             async with self.pool.transaction() as conn:
                 space = first[0].namespace
@@ -140,11 +144,14 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
                 async with cur.copy(Q["job_copy"]) as copy:
                     copy.set_types(JOB_COPYTYPES)
                     for chunk in chain([first], chunks):
+                        versions += [(i.version, i.now) for i in chunk if i.version is not None]
                         made = _new_jobs(chunk, shards)
                         jobs += made
                         specs = specs_to_json(job.spec for job in made)
                         for job, spec in zip(made, specs, strict=True):
                             await copy.write_row(job_row(job, spec))
+                for version, now in versions:
+                    await take_version(conn, version, now)
                 await conn.execute(Q["audit_insert_created"], {"ids": [j.id for j in jobs]})
                 if p.max_jobs is not None:
                     row = await fetch_one(conn, Q["jobs_in_namespace"], (space,))
@@ -212,6 +219,7 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
         s = p.spec
         try:
             async with self.pool.transaction() as conn:
+                await take_version(conn, p.version, p.now)
                 row = await fetch_one(conn, Q["job_update"], (
                     s.name, s.queue, s.priority, s.kind, s.overlap.value, s.timeout_seconds,
                     spec_to_json(s), list(s.tags), s.paused, p.next_run_at, p.now, p.actor, p.id))
@@ -244,6 +252,7 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
         args = {"id": p.id, "job_id": p.id, "now": p.now, "reason": "job deleted",
                 "actor": p.actor}
         async with self.pool.transaction() as conn:
+            await take_version(conn, p.version, p.now)
             cur = await conn.execute(Q["job_delete"], args)
             if cur.rowcount == 0:
                 raise JobNotFound(p.id)

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from tickwork.drivers.dispatch import (
@@ -40,6 +39,13 @@ from tickwork.drivers.dispatch import (
     QueueStats,
     QueueStatsParams,
     StreamTrimParams,
+)
+from tickwork.drivers.redis.connect import (
+    RedisClient,
+    decodes_responses,
+    maxmemory_policies,
+    open_client,
+    ping,
 )
 from tickwork.drivers.redis.errors import translate
 from tickwork.drivers.redis.keys import (
@@ -78,7 +84,7 @@ class RedisDispatch:
 
     def __init__(
         self,
-        client: Redis,
+        client: RedisClient,
         *,
         prefix: str = DEFAULT_PREFIX,
         band_floors: tuple[int, ...] = DEFAULT_BAND_FLOORS,
@@ -88,7 +94,7 @@ class RedisDispatch:
     ) -> None:
         """``fair_every``: every n-th read of a queue starts at a lower band (rotating), so a
         busy high band cannot starve the others for ever; 0 reads strictly by priority."""
-        if not client.connection_pool.connection_kwargs.get("decode_responses"):
+        if not decodes_responses(client):
             raise ValueError("RedisDispatch needs a client made with decode_responses=True")
         if dead_maxlen < 1:
             raise ValueError(f"dead_maxlen ({dead_maxlen}) must be at least 1")
@@ -108,10 +114,11 @@ class RedisDispatch:
     def from_url(cls, url: str, *, block_ms: int = 1000, **options: Any) -> RedisDispatch:
         """A RedisDispatch on a client of its own. The socket timeout outlasts a blocking read
         of ``block_ms``, so a hung Redis (stopped, partitioned) surfaces as
-        DispatchUnavailable instead of a hang."""
-        client = Redis.from_url(url, decode_responses=True, socket_connect_timeout=2,
-                                socket_timeout=max(2.0, block_ms / 1000 + 1.0),
-                                health_check_interval=30)
+        DispatchUnavailable instead of a hang. ``url`` may name one server, a Redis Cluster
+        or a Sentinel-managed master (``tickwork.drivers.redis_url``)."""
+        client = open_client(url, socket_connect_timeout=2,
+                             socket_timeout=max(2.0, block_ms / 1000 + 1.0),
+                             health_check_interval=30)
         return cls(client, owns_client=True, **options)
 
     async def close(self) -> None:
@@ -335,18 +342,21 @@ class RedisDispatch:
         policy: str | None = None
         try:
             with translate("ping"):
-                await self.client.ping()
+                await ping(self.client)
         except ConnectionError as exc:
             return RedisHealth(ok=False, problems=(str(exc),))
         try:
             with translate("config_get"):
-                policy = (await self.client.config_get("maxmemory-policy")).get(
-                    "maxmemory-policy")
+                policies = await maxmemory_policies(self.client)
         except Exception as exc:  # managed Redis often disables CONFIG; not fatal
             problems.append(f"cannot read maxmemory-policy ({exc})")
-        if policy is not None and policy != "noeviction":
-            problems.append(f"maxmemory-policy is {policy!r}: Redis may evict due keys and "
-                            "stream entries under memory pressure; use noeviction")
+            policies = {}
+        bad = {node: p for node, p in policies.items() if p is not None and p != "noeviction"}
+        policy = next(iter(bad.values()), next(iter(policies.values()), None))
+        for node, p in bad.items():
+            problems.append(f"maxmemory-policy is {p!r}{f' on {node}' if node else ''}: Redis "
+                            "may evict due keys and stream entries under memory pressure; "
+                            "use noeviction")
         return RedisHealth(ok=True, problems=tuple(problems), maxmemory_policy=policy)
 
     async def check_settings(self) -> RedisHealth:

@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib.resources import files
 
-from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
+
+from tickwork.drivers.redis.connect import RedisClient
 
 
 def source(name: str) -> str:
@@ -27,6 +28,6 @@ class Scripts:
     stats: AsyncScript
 
     @classmethod
-    def register(cls, client: Redis) -> Scripts:
+    def register(cls, client: RedisClient) -> Scripts:
         return cls(**{name: client.register_script(source(name)) for name in (
             "promote", "read", "retry", "reclaim", "dead", "trim", "stats")})

@@ -30,6 +30,7 @@ from tickwork.drivers.sqlite.enqueue import SqliteEnqueueMethods
 from tickwork.drivers.sqlite.history import SqliteHistoryMethods
 from tickwork.drivers.sqlite.occurrences import SqliteOccurrenceMethods
 from tickwork.drivers.sqlite.rows import from_us, job_from_row, to_us, to_us_or_none
+from tickwork.drivers.sqlite.versions import SqliteVersionMethods, take_version
 from tickwork.errors import Conflict, JobNotFound, StoreError
 from tickwork.models import AuditAction, Job, JobSpec
 
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 
 class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMethods,
                   SqliteAlertMethods, SqliteControlMethods, SqliteHistoryMethods,
-                  SqliteEnqueueMethods):
+                  SqliteEnqueueMethods, SqliteVersionMethods):
     """``SqliteStore("sqlite:///tickwork.db")``; call ``migrate()`` once before use."""
 
     def __init__(self, url: str) -> None:
@@ -116,10 +117,13 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
         if not items:
             return []
         jobs, rows, audits = job_rows(items)
+        versions = [(item.version, item.now) for item in items if item.version is not None]
 
         def run(conn: sqlite3.Connection) -> None:
             try:
                 with write_transaction(conn):
+                    for version, now in versions:
+                        take_version(conn, version, now)
                     conn.executemany(Q["job_insert"], rows)
                     conn.executemany(Q["audit_insert"], audits)
                     if p.max_jobs is not None:
@@ -183,6 +187,7 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
         def run(conn: sqlite3.Connection) -> Job:
             s = p.spec
             with write_transaction(conn):
+                take_version(conn, p.version, p.now)
                 try:
                     cur = conn.execute(Q["job_update"], (
                         s.name, s.queue, s.priority, s.kind, s.overlap.value, spec_to_json(s),
@@ -221,6 +226,7 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
         def run(conn: sqlite3.Connection) -> None:
             now = to_us(p.now)
             with write_transaction(conn):
+                take_version(conn, p.version, p.now)
                 if conn.execute(Q["job_delete"], (now, now, p.actor, p.id)).rowcount == 0:
                     raise JobNotFound(p.id)
                 conn.execute(Q["attempt_close_running_of_job"], (now, "job deleted", p.id))

@@ -43,6 +43,7 @@ from tickwork.testing.conformance.store_control import ControlConformance
 from tickwork.testing.conformance.store_jobs import JobConformance
 from tickwork.testing.conformance.store_keys import KeyConformance
 from tickwork.testing.conformance.store_occurrences import OccurrenceConformance
+from tickwork.testing.conformance.store_versions import VersionConformance
 from tickwork.testing.factories import (
     NOW,
     add_job,
@@ -369,7 +370,7 @@ class ClaimConformance:
 
 class StoreConformance(JobConformance, OccurrenceConformance, ClaimConformance,
                        KeyConformance, ControlConformance, ChainConformance,
-                       BackfillOverlapConformance):
+                       BackfillOverlapConformance, VersionConformance):
     """Subclass as ``TestXxxStore`` and define the ``store`` and ``peer_store`` fixtures."""
 
     async def test_a_migrated_store_has_no_migrations_pending(self, store: Store) -> None:

@@ -9,6 +9,8 @@
 - ``webhook``: an HTTP target that hangs or trickles bytes.
 - ``redisserver``: a private ``redis-server`` a test may flush, restart or stop
   (``FaultRun(redis=url)`` gives it to the schedulers and workers).
+- ``rediscluster`` and ``redissentinel``: a private Redis Cluster (3 masters, a replica each)
+  and a Sentinel set-up (master, replica, 3 sentinels) whose masters a test may ``kill -9``.
 - ``proxy``: a TCP proxy that becomes a blackhole, a partition between one process and Redis.
 - ``pgserver``: a private PostgreSQL server a test may stop or restart in immediate mode
   (``FaultRun.record_outage`` records such a fault of every process).

@@ -26,11 +26,29 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def need_binaries() -> None:
+    """Skip without redis-server and redis-cli; fail instead under CI=true (.ci/run installs
+    them)."""
+    missing = [b for b in ("redis-server", "redis-cli") if shutil.which(b) is None]
+    if not missing:
+        return
+    message = f"{' and '.join(missing)} not installed: no private Redis Cluster or Sentinel"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{message}. CI=true: a missing service is a failure here.")
+    pytest.skip(message)
+
+
 class PrivateRedis:
-    def __init__(self, port: int | None = None, *, persist: Path | None = None) -> None:
-        """``persist``: a directory for an append-only file synced on every write, so what
-        the server acknowledged survives a kill and restart (a broker, not a dispatch)."""
+    """``args``: more ``redis-server`` arguments (a cluster node's, a replica's); with
+    ``sentinel``, a sentinel reading the config file ``args[0]``. ``persist``: a directory for
+    an append-only file synced on every write, so what the server acknowledged survives a
+    kill and restart (a broker, not a dispatch)."""
+
+    def __init__(self, port: int | None = None, args: tuple[str, ...] = (),
+                 *, sentinel: bool = False, persist: Path | None = None) -> None:
         self.port = port or free_port()
+        self.args = args
+        self.sentinel = sentinel
         self.persist = persist
         self.proc: asyncio.subprocess.Process | None = None
         self._drain: asyncio.Task[None] | None = None
@@ -45,13 +63,17 @@ class PrivateRedis:
             pytest.skip("redis-server is not installed")
         durable = ["--appendonly", "no"] if self.persist is None else [
             "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.persist)]
+        argv = ([*self.args[:1], "--sentinel", "--port", str(self.port), *self.args[1:]]
+                if self.sentinel else
+                ["--port", str(self.port), "--save", "", *durable,
+                 "--bind", "127.0.0.1", "--maxmemory-policy", "noeviction", *self.args])
         self.proc = await asyncio.create_subprocess_exec(
-            binary, "--port", str(self.port), "--save", "", *durable,
-            "--bind", "127.0.0.1", "--maxmemory-policy", "noeviction",
+            binary, *argv,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             start_new_session=True)
         assert self.proc.stdout is not None
-        while b"Ready to accept connections" not in (line := await asyncio.wait_for(
+        ready = b"Sentinel ID is" if self.sentinel else b"Ready to accept connections"
+        while ready not in (line := await asyncio.wait_for(
                 self.proc.stdout.readline(), 10)):
             assert line, "redis-server exited at start"
         self._drain = asyncio.create_task(self._read_rest(self.proc))

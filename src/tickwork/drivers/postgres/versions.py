@@ -1,0 +1,33 @@
+"""Versioned changes to jobs: the last version applied to each job name (job_versions).
+
+``take_version`` runs inside the caller's transaction, before its change: a version that is
+not newer than the stored one raises StaleVersion, which rolls the whole change back. The
+upsert's row lock orders two changes to one name that race.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from tickwork.drivers import base as b
+from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_one
+from tickwork.errors import StaleVersion
+
+
+async def take_version(conn: Conn, version: b.JobVersion | None, now: datetime) -> None:
+    if version is None:
+        return
+    row = await fetch_one(conn, Q["job_version_take"], (version.name, version.version, now))
+    if row is None:
+        stored = await fetch_one(conn, Q["job_version_get"], (version.name,))
+        raise StaleVersion(version.name, version.version, int(stored["version"]) if stored
+                           else version.version)
+
+
+class VersionMethods:
+    pool: Pool
+
+    async def job_version_get(self, name: str) -> int | None:
+        async with self.pool.transaction() as conn:
+            row = await fetch_one(conn, Q["job_version_get"], (name,))
+        return None if row is None else int(row["version"])
