@@ -44,11 +44,10 @@ def state_of(request: Request) -> ApiState:
 PRINCIPAL_STATE = "tickwork_principal"
 
 
-def client_of(request: Request) -> AsyncClient:
-    """The app's client, seeing what the caller may see: a token of one namespace only that
+def _seen_by(client: AsyncClient, request: Request) -> AsyncClient:
+    """``client`` seeing what the caller may see: a token of one namespace only that
     namespace; a caller with every namespace (an unscoped token, open access) every one, or
     the one its ``namespace`` query parameter names. Handlers never get another."""
-    client = state_of(request).client
     principal = getattr(request.state, PRINCIPAL_STATE, None)
     if principal is None:  # a route without authentication (/healthz)
         return client
@@ -58,10 +57,16 @@ def client_of(request: Request) -> AsyncClient:
     return client.scoped(namespace)
 
 
+def client_of(request: Request) -> AsyncClient:
+    """The app's client, scoped to what the caller may see (``_seen_by``)."""
+    return _seen_by(state_of(request).client, request)
+
+
 def read_client_of(request: Request) -> AsyncClient:
-    """The client the lists and stats read through: the read replica's, else the primary's."""
+    """The client the lists and stats read through: the read replica's, else the primary's;
+    scoped as ``client_of`` is."""
     state = state_of(request)
-    return state.reader or state.client
+    return _seen_by(state.reader or state.client, request)
 
 
 ClientDep = Annotated[AsyncClient, Depends(client_of)]
