@@ -310,3 +310,17 @@ async def test_every_namespace_finds_names_in_default_and_ids_anywhere(t: Tenant
     # So a job declared by name in default is created there, never matched to b's.
     r = await t.call("root", "POST", "/api/v1/jobs", json=doc("only-b"))
     assert (r.status_code, r.json()["namespace"]) == (201, "default")
+
+
+async def test_lists_read_through_a_replica_stay_in_the_namespace(t: Tenants) -> None:
+    await t.call("a", "POST", "/api/v1/jobs", json=doc("mine"))
+    await b_job_with_a_run(t)
+    reader = AsyncClient(t.client.store, clock=t.clock)  # a replica: here, the same store
+    app = create_app(t.client, read_client=reader, metrics=Metrics())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://127.0.0.1:8000") as http:
+        headers = {"Authorization": f"Bearer {t.tokens['a']}"}
+        jobs = (await http.get("/api/v1/jobs", headers=headers)).json()["items"]
+        runs = (await http.get("/api/v1/runs", headers=headers)).json()["items"]
+    assert [j["name"] for j in jobs] == ["mine"]
+    assert runs == []
