@@ -28,7 +28,7 @@ from tickwork.api.access import TOKEN_STATE
 from tickwork.api.body import json_body
 from tickwork.api.deps import PRINCIPAL_STATE, Client, state_of
 from tickwork.api.errors import forbidden, problems, unauthorized
-from tickwork.client import check_namespace
+from tickwork.client.namespaces import check_namespace
 from tickwork.drivers.admin import Scope, TokenAuthenticateParams, TokenCreateParams, TokenInfo
 from tickwork.drivers.namespaces import NAMESPACE_RULE
 from tickwork.errors import ValidationError

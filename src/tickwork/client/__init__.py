@@ -28,14 +28,9 @@ from tickwork.client.calendars import (
     check_calendars,
 )
 from tickwork.client.chains import CHAIN_FIELDS, check_chains
+from tickwork.client.namespaces import NamespaceMethods, check_namespace
 from tickwork.client.oneoff import EnqueueMethods
-from tickwork.client.quotas import (
-    CreateGuard,
-    check_run_quota,
-    hour_start,
-    merge_quotas,
-    namespace_info,
-)
+from tickwork.client.quotas import CreateGuard, check_run_quota, namespace_info
 from tickwork.clock import Clock, SystemClock
 from tickwork.document import (
     QUEUE_NAME,
@@ -80,14 +75,7 @@ from tickwork.drivers.base import (
 )
 from tickwork.drivers.calendars import CalendarCache
 from tickwork.drivers.limits import KeyLimitInfo, KeyLimitSetParams, QueueLimitsSetParams
-from tickwork.drivers.namespaces import (
-    DEFAULT_NAMESPACE,
-    NAMESPACE_NAME,
-    NAMESPACE_RULE,
-    NamespaceInfo,
-    NamespaceListParams,
-    NamespaceSetParams,
-)
+from tickwork.drivers.namespaces import DEFAULT_NAMESPACE
 from tickwork.errors import JobNotFound, OccurrenceNotFound, ValidationError
 from tickwork.executors.admission import JobPolicy
 from tickwork.models import (
@@ -183,12 +171,6 @@ def create_params(specs: Iterable[JobSpec], now: datetime,
                               namespace=namespace)
 
 
-def check_namespace(name: str) -> str:
-    if not isinstance(name, str) or not NAMESPACE_NAME.fullmatch(name):
-        raise ValidationError("namespace", NAMESPACE_RULE)
-    return name
-
-
 def _versioned(name: str, version: int | None) -> JobVersion | None:
     return None if version is None else JobVersion(name, version)
 
@@ -201,7 +183,7 @@ def _check_texts(**fields: str | None) -> None:
             raise ValidationError(name, reason)
 
 
-class AsyncClient(CalendarMethods, EnqueueMethods):
+class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods):
     def __init__(self, store: Store, *, clock: Clock | None = None,
                  on_change: Callable[[], None] | None = None,
                  after_insert: Callable[[Sequence[Occurrence]], Awaitable[object]] | None = None,
@@ -733,28 +715,6 @@ class AsyncClient(CalendarMethods, EnqueueMethods):
             mine = await self._own_job_ids({e.job_id for e in found})
             found = [e for e in found if e.job_id in mine]
         return found
-
-    # -- namespaces --------------------------------------------------------------------------
-
-    async def list_namespaces(self) -> list[NamespaceInfo]:
-        """Namespaces with their quotas and usage: only this client's own, if it has one."""
-        now = self.clock.now()
-        if self.namespace is not None:
-            return [await namespace_info(self.admin, self.namespace, now)]
-        return await self.admin.namespace_list(NamespaceListParams(hour_start=hour_start(now)))
-
-    async def set_quotas(self, name: str, changes: Mapping[str, object]) -> NamespaceInfo:
-        """Change some of a namespace's quotas (``max_jobs``, ``max_runs_per_hour``,
-        ``max_payload_bytes``: a whole number >= 0, or None to lift it); the others keep
-        their values."""
-        name = check_namespace(name)
-        if self.namespace is not None and name != self.namespace:
-            raise ValidationError("namespace", "a client of one namespace sets only its own")
-        now = self.clock.now()
-        current = await namespace_info(self.admin, name, now)
-        quotas = merge_quotas(current.quotas, changes)
-        await self.admin.namespace_set(NamespaceSetParams(name=name, quotas=quotas, now=now))
-        return await namespace_info(self.admin, name, now)
 
 
 # The synchronous facade, defined over AsyncClient (imported last: it imports this module).
