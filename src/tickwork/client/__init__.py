@@ -30,18 +30,17 @@ from tickwork.client.calendars import (
 from tickwork.client.chains import CHAIN_FIELDS, check_chains
 from tickwork.client.namespaces import NamespaceMethods, check_namespace
 from tickwork.client.oneoff import EnqueueMethods
+from tickwork.client.queues import QueueMethods
 from tickwork.client.quotas import CreateGuard, check_run_quota, namespace_info
+from tickwork.client.runs import RunMethods
 from tickwork.clock import Clock, SystemClock
 from tickwork.document import (
-    QUEUE_NAME,
-    QUEUE_NAME_RULE,
     BulkParser,
     check_runs,
     first_run,
     parse_job_document,
     to_spec,
 )
-from tickwork.document.limits import Limits, limit_name
 from tickwork.document.render import spec_diff
 from tickwork.document.text import not_unicode
 from tickwork.drivers import open_driver
@@ -49,16 +48,9 @@ from tickwork.drivers.admin import (
     AdminStore,
     JobStatus,
     JobStatusParams,
-    QueueInfo,
-    QueueListParams,
-    QueueSetPausedParams,
-    Stats,
-    StatsParams,
 )
-from tickwork.drivers.alerts import MAX_ALERTS, AlertListParams, StoredAlert
 from tickwork.drivers.base import (
     MAX_BATCH,
-    AuditListParams,
     JobCreateManyParams,
     JobCreateParams,
     JobDeleteParams,
@@ -67,26 +59,20 @@ from tickwork.drivers.base import (
     JobUpdateParams,
     JobVersion,
     NewOccurrence,
-    OccurrenceCancelOneParams,
     OccurrenceInsertParams,
     OccurrenceListParams,
-    OccurrenceRetryParams,
     Store,
 )
 from tickwork.drivers.calendars import CalendarCache
-from tickwork.drivers.limits import KeyLimitInfo, KeyLimitSetParams, QueueLimitsSetParams
 from tickwork.drivers.namespaces import DEFAULT_NAMESPACE
-from tickwork.errors import JobNotFound, OccurrenceNotFound, ValidationError
+from tickwork.errors import JobNotFound, ValidationError
 from tickwork.executors.admission import JobPolicy
 from tickwork.models import (
-    Attempt,
     AuditAction,
-    AuditEntry,
     Backfill,
     Job,
     JobSpec,
     Occurrence,
-    OccurrenceState,
     Overlap,
     ScheduleSpec,
     Trigger,
@@ -183,7 +169,7 @@ def _check_texts(**fields: str | None) -> None:
             raise ValidationError(name, reason)
 
 
-class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods):
+class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethods, RunMethods):
     def __init__(self, store: Store, *, clock: Clock | None = None,
                  on_change: Callable[[], None] | None = None,
                  after_insert: Callable[[Sequence[Occurrence]], Awaitable[object]] | None = None,
@@ -522,199 +508,6 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods):
         status = await self.admin.job_status_get(
             JobStatusParams(job_id=job.id, now=self.clock.now(), last_n=last_n))
         return job, status
-
-    # -- queues and stats --------------------------------------------------------------------
-
-    async def list_queues(self) -> list[QueueInfo]:
-        return await self.admin.queue_list(QueueListParams(now=self.clock.now()))
-
-    async def pause_queue(self, name: str) -> QueueInfo:
-        """Stop claims from this queue (running attempts finish); planning goes on."""
-        return await self._set_queue_paused(name, paused=True)
-
-    async def resume_queue(self, name: str) -> QueueInfo:
-        info = await self._set_queue_paused(name, paused=False)
-        self._changed()
-        return info
-
-    async def _set_queue_paused(self, name: str, *, paused: bool) -> QueueInfo:
-        if not QUEUE_NAME.fullmatch(name):
-            raise ValidationError("queue", QUEUE_NAME_RULE)
-        return await self.admin.queue_set_paused(
-            QueueSetPausedParams(name=name, paused=paused, now=self.clock.now()))
-
-    # -- limits (docs/limits.md) -------------------------------------------------------------
-
-    async def set_queue_limits(self, name: str, limits: Limits) -> QueueInfo:
-        """Replace a queue's limits (a value left None is no limit); its bucket starts full."""
-        limit_name(name, "queue")
-        now = self.clock.now()
-        await self.admin.queue_limits_set(QueueLimitsSetParams(
-            name=name, now=now, max_running=limits.max_running, rate=limits.rate,
-            burst=limits.burst))
-        self._changed()  # a raised limit: workers look again
-        return next(q for q in await self.admin.queue_list(QueueListParams(now=now))
-                    if q.name == name)
-
-    async def list_limits(self) -> list[KeyLimitInfo]:
-        return await self.admin.key_limit_list(self.clock.now())
-
-    async def set_limit(self, key: str, limits: Limits) -> KeyLimitInfo:
-        limit_name(key, "key")
-        if limits.rate is None:
-            raise ValidationError("rate", "is required")
-        info = await self.admin.key_limit_set(KeyLimitSetParams(
-            key=key, rate=limits.rate, now=self.clock.now(), burst=limits.burst))
-        self._changed()
-        return info
-
-    async def delete_limit(self, key: str) -> None:
-        """Raises LimitNotFound."""
-        await self.admin.key_limit_delete(key)
-        self._changed()
-
-    async def stats(self, window_seconds: int = 3600) -> Stats:
-        return await self.admin.stats_get(
-            StatsParams(now=self.clock.now(), window_seconds=window_seconds))
-
-    # -- runs --------------------------------------------------------------------------------
-
-    async def list_runs(self, *, job: str | None = None, queue: str | None = None,
-                        states: Sequence[str] = (),
-                        since: datetime | None = None, until: datetime | None = None,
-                        before: tuple[datetime, str] | None = None, limit: int = 50,
-                        newest_first: bool = True) -> list[Occurrence]:
-        """Up to ``limit`` runs, read in pages of the store's batch bound; ``before`` is the
-        (scheduled_at, job_id) of the row the listing continues after."""
-        job_ids: list[str | None] = [None]
-        if job:
-            job_ids = [j.id for j in await self.jobs_by_ref(job)]
-        found: list[Occurrence] = []
-        for job_id in job_ids:  # one, unless a name was reused by jobs since deleted
-            found.extend(await self._list_runs(job_id, OccurrenceListParams(
-                queue=queue, states=[OccurrenceState(s) for s in states], since=since,
-                until=until, before=before, limit=limit, newest_first=newest_first,
-                namespace=self.namespace)))
-        if len(job_ids) > 1:
-            found.sort(key=lambda o: (o.scheduled_at, o.job_id), reverse=newest_first)
-            del found[limit:]
-        return found
-
-    async def jobs_by_ref(self, ref: str) -> list[Job]:
-        """The job with this id or name; if there is none, the deleted jobs that had it (most
-        recently deleted first), whose history stays. JobNotFound if neither."""
-        try:
-            return [await self._job(ref)]
-        except JobNotFound:
-            deleted = [j for j in await self.store.job_get_deleted(ref, self.namespace)
-                       if self._named_here(j, ref)]
-            if not deleted:
-                raise
-            return deleted
-
-    async def _list_runs(self, job_id: str | None,
-                         p: OccurrenceListParams) -> list[Occurrence]:
-        found: list[Occurrence] = []
-        while len(found) < p.limit:
-            want = min(p.limit - len(found), MAX_BATCH)
-            last = (found[-1].scheduled_at, found[-1].job_id) if found else p.before
-            page = await self.store.occurrence_list(replace(
-                p, job_id=job_id, before=last, limit=want))
-            found.extend(page)
-            if len(page) < want:
-                break
-        return found
-
-    async def list_alerts(self, *, job: str | None = None, state: str | None = None,
-                          before: tuple[datetime, str] | None = None,
-                          limit: int = 50) -> list[StoredAlert]:
-        """Alerts, newest first, with their deliveries; ``state`` is firing or resolved;
-        ``before`` is the (fired_at, id) of the row the listing continues after."""
-        job_id = (await self._job(job)).id if job else None
-        found = await self.store.alert_list(AlertListParams(
-            job_id=job_id, state=state, before=before, limit=min(limit, MAX_ALERTS)))
-        if job_id is None and self.namespace is not None:
-            mine = await self._own_job_ids({a.job_id for a in found})
-            found = [a for a in found if a.job_id in mine]
-        return found
-
-    async def _own_job_ids(self, job_ids: Iterable[str | None]) -> set[str]:
-        """Those of ``job_ids`` whose jobs (live or deleted) are in this client's namespace."""
-        mine: set[str] = set()
-        for job_id in job_ids:
-            if job_id is None:
-                continue
-            try:
-                await self.store.job_get(job_id, self.namespace)
-            except JobNotFound:
-                if not await self.store.job_get_deleted(job_id, self.namespace):
-                    continue
-            mine.add(job_id)
-        return mine
-
-    async def get_run(self, job: str, scheduled_at: datetime) -> tuple[Occurrence, list[Attempt]]:
-        job_id = (await self._job(job)).id
-        occurrence = await self.store.occurrence_get(job_id, scheduled_at)
-        return occurrence, await self.store.attempt_list(job_id, scheduled_at)
-
-    async def find_run(self, job: str, scheduled_at: datetime
-                       ) -> tuple[Job, Occurrence, list[Attempt]]:
-        """A run by its job's id or name (a deleted job's too), with its attempts."""
-        jobs = await self.jobs_by_ref(job)
-        for found in jobs:
-            try:
-                occurrence = await self.store.occurrence_get(found.id, scheduled_at)
-            except OccurrenceNotFound:
-                if found is jobs[-1]:
-                    raise
-                continue
-            return found, occurrence, await self.store.attempt_list(found.id, scheduled_at)
-        raise JobNotFound(job)  # jobs_by_ref returns at least one
-
-    async def cancel_run(self, job: str, scheduled_at: datetime, *,
-                         actor: str | None = None) -> Occurrence:
-        """Cancel a waiting or running run: it ends ``cancelled``, naming who cancelled it.
-        A running attempt is stopped by its worker at its next heartbeat (an HTTP request
-        aborted, a shell job's process group killed, an async callable cancelled; a sync
-        callable's thread cannot be stopped: it runs out and its result is discarded).
-        Conflict if the run already ended."""
-        job_id = (await self._job(job)).id
-        cancelled = await self.store.occurrence_cancel_one(OccurrenceCancelOneParams(
-            job_id=job_id, scheduled_at=scheduled_at, now=self.clock.now(),
-            actor=self._who(actor)))
-        if self.on_cancel is not None:
-            self.on_cancel()
-        return cancelled
-
-    async def retry_run(self, job: str, scheduled_at: datetime, *,
-                        actor: str | None = None) -> Occurrence:
-        """Run a dead, crashed or cancelled run again now, as its next attempt, with the same
-        idempotency key, whatever the job's overlap policy. Conflict for any other state."""
-        found = await self._job(job)
-        job_id = found.id
-        now = self.clock.now()
-        check_run_quota(await namespace_info(self.admin, found.namespace, now), 1, now)
-        retried = await self.store.occurrence_retry(OccurrenceRetryParams(
-            job_id=job_id, scheduled_at=scheduled_at, now=self.clock.now(),
-            actor=self._who(actor)))
-        if self.after_insert is not None:  # with Redis dispatch: armed again
-            await self.after_insert([retried])
-        self._changed()
-        return retried
-
-    # -- audit -------------------------------------------------------------------------------
-
-    async def audit(self, *, job: str | None = None, since: datetime | None = None,
-                    after_id: int | None = None, limit: int = 100) -> list[AuditEntry]:
-        """Recorded changes, oldest first; of one job (a deleted one too) if ``job`` is set."""
-        job_id = (await self.jobs_by_ref(job))[0].id if job else None
-        found = await self.store.audit_list(AuditListParams(
-            job_id=job_id, since=since, after_id=after_id, limit=limit))
-        if job_id is None and self.namespace is not None:
-            # A page may come back shorter than ``limit``; the cursor (after_id) still moves.
-            mine = await self._own_job_ids({e.job_id for e in found})
-            found = [e for e in found if e.job_id in mine]
-        return found
 
 
 # The synchronous facade, defined over AsyncClient (imported last: it imports this module).
