@@ -67,6 +67,29 @@ async def test_a_worker_whose_lease_was_taken_stops_the_job(harness: Harness) ->
     assert [a.outcome.value if a.outcome else None for a in attempts] == ["crashed"]
 
 
+async def test_a_worker_that_claims_the_retry_of_its_own_rescued_run_still_stops_the_old(
+        harness: Harness) -> None:
+    # The rescued attempt is due again at once; this worker claims attempt 2 before its
+    # next heartbeat tells it attempt 1 is gone. Both run here, each tracked on its own.
+    job = await harness.client.create_job(hanging_job("twice", retry={"max_attempts": 3}))
+    await harness.tick()
+    await started("twice")
+    await rescuer_that_thinks_w1_is_dead(harness).run_once(harness.clock.now())
+    EVENTS["twice:started"] = threading.Event()
+    await harness.tick()
+    await started("twice")
+    assert harness.pool.running_count == 2
+
+    lost = await harness.pool.heartbeat_once(harness.clock.now())
+    assert [(r.job_id, r.attempt) for r in lost] == [(job.id, 1)]
+    assert await asyncio.to_thread(EVENTS["twice"].wait, 10)  # one of the two ended ...
+    assert harness.pool.running_count == 1
+    # ... attempt 1: attempt 2 goes on, and its heartbeats with it
+    assert await harness.pool.heartbeat_once(harness.clock.now()) == []
+    occ = await harness.store.occurrence_get(job.id, START)
+    assert (occ.state, occ.attempt) == (OccurrenceState.RUNNING, 2)
+
+
 async def test_deleting_a_job_stops_its_running_attempt(harness: Harness) -> None:
     job = await harness.client.create_job(hanging_job("doomed"))
     await harness.tick()

@@ -16,11 +16,17 @@ from typing import Any
 from tickwork.executors.base import ExecutionContext
 from tickwork.models import rfc3339
 
+HANG_SECONDS = 3600.0
 
-def record(ctx: ExecutionContext, path: str, sleep: float = 0.0, fail_attempts: int = 0) -> str:
-    """Append this execution to the ledger at ``path``; optionally take ``sleep`` seconds, and
-    fail the first ``fail_attempts`` attempts."""
+
+def record(ctx: ExecutionContext, path: str, sleep: float = 0.0, fail_attempts: int = 0,
+           hang_attempts: int = 0) -> str:
+    """Append this execution to the ledger at ``path``; optionally take ``sleep`` seconds, fail
+    the first ``fail_attempts`` attempts, and hang in the first ``hang_attempts`` (an hour: a
+    test kills the process running them)."""
     started = time.time()
+    if ctx.attempt <= hang_attempts:
+        time.sleep(HANG_SECONDS)
     if sleep:
         time.sleep(sleep)
     line = {

@@ -64,7 +64,9 @@ class _Queue:
     name: str
     concurrency: int
     wake: asyncio.Event = field(default_factory=asyncio.Event)
-    running: dict[tuple[str, datetime], _Running] = field(default_factory=dict)
+    # By attempt: a run rescued from this worker while it still runs here may be claimed
+    # again by it (the next attempt) before the old one learns it lost its lease.
+    running: dict[tuple[str, datetime, int], _Running] = field(default_factory=dict)
 
     @property
     def free(self) -> int:
@@ -226,7 +228,7 @@ class WorkerPool:
                 self._drop(ref, "a newer run of the job replaced it (overlap cancel_previous)")
             for claim in result.claims:
                 running = _Running(claim)
-                q.running[claim.key] = running
+                q.running[_attempt_key(_ref(claim))] = running
                 running.task = asyncio.create_task(self._execute(q, running))
             if len(result.claims) < free and not (result.missed or result.skipped):
                 return now
@@ -281,14 +283,14 @@ class WorkerPool:
         except asyncio.CancelledError as exc:
             if span is not None:
                 span.end(None, None)
-            q.running.pop(claim.key, None)
+            q.running.pop(_attempt_key(_ref(claim)), None)
             if not running.lost:
                 raise
             if running.ended_by_store and isinstance(exc, ThreadRunsOn):
                 await self._note_thread_runs_on(claim)
             return  # cancelled because the lease is gone or we are shutting down: no result
         finished = self.clock.now()
-        q.running.pop(claim.key, None)
+        q.running.pop(_attempt_key(_ref(claim)), None)
         q.wake.set()  # a slot is free
         if running.lost:
             if span is not None:
@@ -373,14 +375,18 @@ class WorkerPool:
 
     def _drop(self, ref: LeaseRef, why: str) -> None:
         for q in self.queues.values():
-            running = q.running.get((ref.job_id, ref.scheduled_at))
-            if running is not None and running.claim.occurrence.attempt == ref.attempt:
+            running = q.running.get(_attempt_key(ref))
+            if running is not None:
                 log.warning("stopping %s @ %s attempt %d: %s", ref.job_id,
                             ref.scheduled_at.isoformat(), ref.attempt, why)
                 running.lost = True
                 running.ended_by_store = True
                 if running.task is not None:
                     running.task.cancel()
+
+
+def _attempt_key(ref: LeaseRef) -> tuple[str, datetime, int]:
+    return (ref.job_id, ref.scheduled_at, ref.attempt)
 
 
 def _ref(claim: Claim) -> LeaseRef:
