@@ -9,15 +9,13 @@ tickwork.config.checks. A typo is an error.
 from __future__ import annotations
 
 import difflib
-import json
 import math
 import os
-import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from tickwork.config.checks import (
     MAX_CONCURRENCY,
@@ -33,19 +31,16 @@ from tickwork.config.checks import (
     format_seconds,
     parse_address,
 )
+from tickwork.config.coerce import DEFAULT_CONCURRENCY, Kind, coerce, parse_queues
 from tickwork.config.priorities import (
     check_priorities,
     merge_priorities,
-    parse_queue_priorities,
     priorities_in_queues,
-    split_priority,
 )
 from tickwork.document.alerts import parse_alert_defaults
-from tickwork.errors import ConfigError, ValidationError
+from tickwork.errors import ConfigError
 from tickwork.executors.base import ExecutorSettings
 from tickwork.logs import LOG_FORMATS
-from tickwork.schedules import parse_duration
-from tickwork.secrets import CONFIG_REF_PREFIX
 
 __all__ = [
     "CONFIG_ENV",
@@ -66,7 +61,6 @@ __all__ = [
 
 CONFIG_FILE = "tickwork.toml"
 CONFIG_ENV = "TICKWORK_CONFIG"
-DEFAULT_CONCURRENCY = 64  # per queue of a worker: claims and completions batch up to this
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 # TICKWORK_* variables that are not settings: the config path, the secrets key (read only from
@@ -79,10 +73,6 @@ NOT_SETTINGS = frozenset({
 })
 NOT_SETTINGS_PREFIXES = ("TICKWORK_TEST_",)
 
-_Kind = Literal["str", "optional_str", "int", "seconds", "bool", "queues", "str_list",
-                "brokers", "priorities"]
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,29 +171,6 @@ class Settings:
         check_consume(self.consume, self.executors.brokers)
 
 
-def parse_queues(value: str) -> tuple[tuple[str, int], ...]:
-    """``"default:16,mail:4"`` as ``(("default", 16), ("mail", 4))``; a bare name gets 64.
-    A priority after an ``@`` (``"critical:8@10"``) is read by ``priorities_in_queues``."""
-    if not value.strip():
-        raise ConfigError("queues", "must name at least one queue, e.g. 'default:16,mail:4'")
-    queues: list[tuple[str, int]] = []
-    for item in value.split(","):
-        name, colon, count = (part.strip() for part in split_priority(item)[0].partition(":"))
-        if not name:
-            raise ConfigError("queues", f"has an entry with no queue name in {value!r}")
-        if not colon:
-            queues.append((name, DEFAULT_CONCURRENCY))
-        elif re.fullmatch(r"[0-9]+", count):
-            queues.append((name, int(count)))
-        else:
-            raise ConfigError(
-                "queues", f"concurrency of {name!r} must be a whole number (got {count!r})"
-            )
-    result = tuple(queues)
-    check_queues(result)
-    return result
-
-
 def load_settings(
     *,
     flags: Mapping[str, object] | None = None,
@@ -236,7 +203,7 @@ def load_settings(
 
 # --- where the values come from -------------------------------------------------------------
 
-_SETTING_KINDS: dict[str, _Kind] = {
+_SETTING_KINDS: dict[str, Kind] = {
     "database": "str",
     "redis": "optional_str",
     "read_database": "optional_str",
@@ -275,7 +242,7 @@ _SETTING_KINDS: dict[str, _Kind] = {
 _SECONDS = tuple(name for name, kind in _SETTING_KINDS.items() if kind == "seconds")
 
 
-def _kind_of(default: object) -> _Kind:
+def _kind_of(default: object) -> Kind:
     """The kind of an executor setting, from its default value."""
     if isinstance(default, bool):
         return "bool"
@@ -288,7 +255,7 @@ def _kind_of(default: object) -> _Kind:
     return "str"
 
 
-_EXECUTOR_KINDS: dict[str, _Kind] = {
+_EXECUTOR_KINDS: dict[str, Kind] = {
     f.name: "brokers" if f.name == "brokers" else _kind_of(getattr(ExecutorSettings(), f.name))
     for f in fields(ExecutorSettings)
 }
@@ -330,11 +297,11 @@ def _read_toml(path: str, top: dict[str, Any], executors: dict[str, Any]) -> Non
                     raise ConfigError(
                         "executors", f"unknown setting {name!r} in [executors] of {path}{hint}"
                     )
-                executors[name] = _coerce(item, kind, f"executors.{name}", where, text=False)
+                executors[name] = coerce(item, kind, f"executors.{name}", where, text=False)
         elif key == "executors":
             raise ConfigError("executors", f"must be an [executors] table ({where})")
         elif key == "brokers":  # [brokers] stands for [executors.brokers]
-            executors["brokers"] = _coerce(value, "brokers", "executors.brokers", where,
+            executors["brokers"] = coerce(value, "brokers", "executors.brokers", where,
                                            text=False)
         elif key in _SETTING_KINDS:
             _put(top, key, value, where, text=False)
@@ -360,7 +327,7 @@ def _read_env(environ: Mapping[str, str], top: dict[str, Any], executors: dict[s
             raise ConfigError("", f"unknown environment variable {var}{hint}")
         section, name = target
         if section:
-            executors[name] = _coerce(raw, _EXECUTOR_KINDS[name], f"executors.{name}",
+            executors[name] = coerce(raw, _EXECUTOR_KINDS[name], f"executors.{name}",
                                       f"from {var}", text=True)
         else:
             _put(top, name, raw, f"from {var}", text=True)
@@ -376,7 +343,7 @@ def _read_flags(flags: Mapping[str, object], top: dict[str, Any],
         if name in _SETTING_KINDS:
             _put(top, name, value, where, text=text)
         elif name in _EXECUTOR_KINDS:
-            executors[name] = _coerce(value, _EXECUTOR_KINDS[name], f"executors.{name}", where,
+            executors[name] = coerce(value, _EXECUTOR_KINDS[name], f"executors.{name}", where,
                                       text=text)
         else:
             hint = _suggest(name, [*_SETTING_KINDS, *_EXECUTOR_KINDS])
@@ -387,127 +354,9 @@ _QUEUES_AT = "_queues_at"  # the @P priorities of the queues value read last
 
 
 def _put(top: dict[str, Any], name: str, value: object, where: str, *, text: bool) -> None:
-    top[name] = _coerce(value, _SETTING_KINDS[name], name, where, text=text)
+    top[name] = coerce(value, _SETTING_KINDS[name], name, where, text=text)
     if name == "queues":
         top[_QUEUES_AT] = priorities_in_queues(value)
-
-
-def _coerce(value: object, kind: _Kind, name: str, where: str, *, text: bool) -> object:
-    """One value of one kind. ``text``: it came as a string (env, CLI) and may be parsed."""
-    return _COERCERS[kind](value, name, where, text)
-
-
-def _coerce_str(value: object, name: str, where: str, text: bool) -> str:
-    if not isinstance(value, str):
-        raise _bad(name, "must be a string", value, where)
-    return value
-
-
-def _coerce_optional_str(value: object, name: str, where: str, text: bool) -> str | None:
-    return _coerce_str(value, name, where, text) or None  # "" unsets
-
-
-def _coerce_bool(value: object, name: str, where: str, text: bool) -> bool:
-    if isinstance(value, bool):
-        return value
-    word = value.strip().lower() if isinstance(value, str) and text else None
-    if word not in (*_TRUE, *_FALSE):
-        raise _bad(name, "must be true or false", value, where)
-    return word in _TRUE
-
-
-def _coerce_int(value: object, name: str, where: str, text: bool) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and text and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
-        return int(value)
-    raise _bad(name, "must be an integer", value, where)
-
-
-def _coerce_str_list(value: object, name: str, where: str, text: bool) -> tuple[str, ...]:
-    """A list of strings, or from text one comma-separated string."""
-    if isinstance(value, str) and text:
-        return tuple(part.strip() for part in value.split(",") if part.strip())
-    if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
-        return tuple(value)
-    raise _bad(name, "must be a list of strings", value, where)
-
-
-def _coerce_seconds(value: object, name: str, where: str, text: bool) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return parse_duration(value.strip(), name)
-        except ValidationError as exc:
-            raise ConfigError(name, f"{exc.reason} ({where})") from None
-    raise _bad(name, "must be a number of seconds or a duration such as '30s'", value, where)
-
-
-def _coerce_queues(value: object, name: str, where: str, text: bool) -> tuple[tuple[str, int], ...]:
-    """``"default:16,mail:4"``, a list of such strings, or a table of name = concurrency."""
-    try:
-        if isinstance(value, str):
-            return parse_queues(value)
-        if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
-            return parse_queues(",".join(value))
-        if isinstance(value, list | tuple) and all(
-            isinstance(item, tuple) and len(item) == 2 for item in value
-        ):
-            check_queues(tuple(value))
-            return tuple(value)
-        if isinstance(value, Mapping):
-            queues = tuple((str(name), count) for name, count in value.items())
-            check_queues(queues)
-            return queues
-    except ConfigError as exc:
-        raise ConfigError("queues", f"{exc.reason} ({where})") from None
-    raise _bad("queues", "must be a string such as 'default:16,mail:4' or a table", value, where)
-
-
-def _coerce_brokers(value: object, name: str, where: str, text: bool
-                    ) -> tuple[tuple[str, str], ...]:
-    """Named broker URLs: a table (TOML), or from text a JSON object; a URL may be a secret
-    (``{"$secret": "NAME"}`` or ``"$secret:NAME"``)."""
-    if isinstance(value, str) and text:
-        try:
-            value = json.loads(value) if value.strip() else {}
-        except ValueError:
-            raise _bad(name, 'must be a JSON object such as {"events": "amqp://..."}', value,
-                       where) from None
-    if isinstance(value, list | tuple) and all(
-            isinstance(item, tuple) and len(item) == 2 for item in value):
-        value = dict(value)
-    if not isinstance(value, Mapping):
-        raise _bad(name, "must be a table of broker name = URL", value, where)
-    brokers: list[tuple[str, str]] = []
-    for broker, given in value.items():
-        url = given
-        if isinstance(given, Mapping) and len(given) == 1 and isinstance(given.get("$secret"), str):
-            url = CONFIG_REF_PREFIX + given["$secret"]
-        if not isinstance(url, str):
-            raise ConfigError(name, f"{broker!r} must be a URL or {{\"$secret\": NAME}} "
-                              f"({where})")
-        brokers.append((str(broker), url))
-    return tuple(brokers)
-
-
-def _bad(name: str, rule: str, value: object, where: str) -> ConfigError:
-    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-    return ConfigError(name, f"{rule} (got {shown} {where})")
-
-
-_COERCERS: dict[_Kind, Callable[[object, str, str, bool], object]] = {
-    "str": _coerce_str,
-    "optional_str": _coerce_optional_str,
-    "int": _coerce_int,
-    "seconds": _coerce_seconds,
-    "bool": _coerce_bool,
-    "queues": _coerce_queues,
-    "str_list": _coerce_str_list,
-    "brokers": _coerce_brokers,
-    "priorities": lambda value, name, where, text: parse_queue_priorities(value, where),
-}
 
 
 def _suggest(name: str, known: Mapping[str, object] | list[str]) -> str:
