@@ -20,7 +20,6 @@ from typing import Any
 from tickwork.document import fields as _fields
 from tickwork.document.alerts import alerts
 from tickwork.document.fields import (
-    DURATION_RULE,
     MEMO_PAYLOAD_CHARS,
     MEMO_SIZE,
     QUEUE_NAME,
@@ -28,11 +27,10 @@ from tickwork.document.fields import (
     SELF_CHECKED,
     TAG_RULE,
     compiled_schedule,
-    fmt,
     parse_instant,
-    unknown,
 )
 from tickwork.document.text import check_strings, got, is_plain, plain_text
+from tickwork.document.values import DURATION_RULE, fmt, unknown
 from tickwork.errors import ValidationError
 from tickwork.executors import validate_payload
 from tickwork.models import Delivery, JobSpec, Overlap, RetryPolicy, ScheduleSpec, rfc3339

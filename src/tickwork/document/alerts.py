@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from tickwork.document.fields import bounded_seconds, check_plain, fields, integer, mapping
+from tickwork.document.values import bounded_seconds, check_plain, fields, integer, mapping
 from tickwork.errors import ValidationError
 from tickwork.executors import validate_payload
 

@@ -18,8 +18,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.document import BulkParser, check_runs, first_run
-from tickwork.document.fields import bounded_seconds, parse_instant, string
+from tickwork.document.fields import parse_instant
 from tickwork.document.text import got, not_unicode
+from tickwork.document.values import bounded_seconds, string
 from tickwork.errors import ValidationError
 from tickwork.models import JobSpec
 

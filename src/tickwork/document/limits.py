@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tickwork.document.fields import QUEUE_NAME, QUEUE_NAME_RULE, integer, mapping, unknown
+from tickwork.document.fields import QUEUE_NAME, QUEUE_NAME_RULE
 from tickwork.document.text import got
+from tickwork.document.values import integer, mapping, unknown
 from tickwork.drivers.admin import QueueInfo
 from tickwork.drivers.limits import (
     BURST_RANGE,

@@ -24,7 +24,7 @@ from tickwork.document.alerts import (
     alert_policy,
     channel_payload,
 )
-from tickwork.document.fields import fmt
+from tickwork.document.values import fmt
 from tickwork.drivers.alerts import (
     MAX_ALERTS,
     AlertFactsParams,
