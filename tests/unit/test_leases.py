@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tickwork.drivers.base import Completion
-from tickwork.models import AttemptOutcome, OccurrenceState, rfc3339
+from tickwork.models import AttemptOutcome, Claim, OccurrenceState, rfc3339
 from tickwork.scheduler.rescuer import Rescuer
 from tickwork.testing.harness import START, Harness, make_harness
 from tickwork.testing.jobs import EVENTS
@@ -79,12 +79,21 @@ async def test_a_worker_that_claims_the_retry_of_its_own_rescued_run_still_stops
     await harness.tick()
     await started("twice")
     assert harness.pool.running_count == 2
+    dropped: list[int] = []
+    settle = harness.pool.source.dropped
+
+    async def record_dropped(claim: Claim) -> None:
+        dropped.append(claim.occurrence.attempt)
+        await settle(claim)
+
+    harness.pool.source.dropped = record_dropped  # type: ignore[method-assign]
 
     lost = await harness.pool.heartbeat_once(harness.clock.now())
     assert [(r.job_id, r.attempt) for r in lost] == [(job.id, 1)]
     assert await asyncio.to_thread(EVENTS["twice"].wait, 10)  # one of the two ended ...
     assert harness.pool.running_count == 1
-    # ... attempt 1: attempt 2 goes on, and its heartbeats with it
+    # ... attempt 1: attempt 2 goes on, and its heartbeats with it; the source settled 1
+    assert dropped == [1]
     assert await harness.pool.heartbeat_once(harness.clock.now()) == []
     occ = await harness.store.occurrence_get(job.id, START)
     assert (occ.state, occ.attempt) == (OccurrenceState.RUNNING, 2)

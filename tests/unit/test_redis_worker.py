@@ -19,7 +19,7 @@ import pytest
 
 from tickwork.client import AsyncClient
 from tickwork.clock import FakeClock
-from tickwork.drivers.base import Completion, OccurrenceInsertParams
+from tickwork.drivers.base import Completion, OccurrenceInsertParams, OccurrenceRescueParams
 from tickwork.drivers.dispatch import (
     DeadListParams,
     DueAddParams,
@@ -293,3 +293,32 @@ async def test_a_retried_run_is_armed_again_and_runs_its_next_attempt(stack: Sta
     assert (await stack.redis.promoter.run_once()).moved == 1
     (again,) = await stack.completed(1)
     assert (again.attempt, again.state) == (2, S.DEAD)
+
+
+async def test_a_rescued_attempt_still_running_here_does_not_swallow_its_retry(
+        stack: Stack) -> None:
+    # This worker stalled past its lease: the store rescued attempt 1, and the retry is
+    # delivered to this same worker while attempt 1 still runs here. The delivery is put off,
+    # not acked; once the pool drops attempt 1, the retry is claimed.
+    now = stack.clock.now()
+    job = await add_job(stack.store, "stalled", now=now)
+    await stack.store.occurrence_insert(OccurrenceInsertParams(occurrences=[
+        new_occurrence(job, now)], now=now))
+    await put(stack, job.id, now, due=now)
+    (first,) = (await stack.source.claim("default", 8, now)).claims
+    [rescued] = await stack.store.occurrence_rescue(OccurrenceRescueParams(
+        now=now, all_but_worker="another-worker"))
+    assert (rescued.attempt, rescued.state) == (1, S.RETRYING)
+
+    await put(stack, job.id, now, due=now)  # the retry, delivered while attempt 1 runs here
+    assert (await stack.source.claim("default", 8, now)).claims == []
+    key = due_member(stack.dispatch, occurrence_key(job.id, now))
+    assert await stack.dispatch.client.zscore(stack.dispatch.keys.due("default"), key) is not None
+
+    await stack.source.dropped(first)  # the pool's heartbeat found attempt 1 gone
+    await put(stack, job.id, now, due=now)
+    (second,) = (await stack.source.claim("default", 8, now)).claims
+    assert second.occurrence.attempt == 2
+    await stack.source.dropped(first)  # attempt 1 again: attempt 2's delivery stays held
+    await stack.source.stop()
+    assert (await stack.dispatch.queue_stats(QueueStatsParams("default"))).pending == 1

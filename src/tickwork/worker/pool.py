@@ -286,8 +286,10 @@ class WorkerPool:
             q.running.pop(_attempt_key(_ref(claim)), None)
             if not running.lost:
                 raise
+            q.wake.set()
             if running.ended_by_store and isinstance(exc, ThreadRunsOn):
                 await self._note_thread_runs_on(claim)
+            await self._settle_dropped(running)
             return  # cancelled because the lease is gone or we are shutting down: no result
         finished = self.clock.now()
         q.running.pop(_attempt_key(_ref(claim)), None)
@@ -295,6 +297,7 @@ class WorkerPool:
         if running.lost:
             if span is not None:
                 span.end(None, None)
+            await self._settle_dropped(running)
             return
         completion = decide(claim, result, started_at=started, finished_at=finished, rng=self.rng)
         fire = chain_fire(job.spec, job_id=job.id, scheduled_at=occ.scheduled_at,
@@ -310,6 +313,17 @@ class WorkerPool:
         failpoint("after_execute")  # fault tests: die with the result unwritten
         applied = await self.completer.submit(completion)
         await self.source.after_complete(claim, completion, applied)
+
+    async def _settle_dropped(self, running: _Running) -> None:
+        """A run the store ended while it ran here: its delivery is settled (at a graceful
+        stop the runs are released instead)."""
+        if not running.ended_by_store:
+            return
+        try:
+            await self.source.dropped(running.claim)
+        except Exception as exc:  # its delivery is reclaimed later and decided again
+            if not reported_outage(exc):
+                log.exception("settling a dropped run failed")
 
     async def _note_thread_runs_on(self, claim: Claim) -> None:
         """The store ended an attempt whose callable runs in a thread: say so on the attempt

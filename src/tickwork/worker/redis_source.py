@@ -120,7 +120,8 @@ class RedisClaimSource:
         self.dead_lettered = 0
         self.reclaimed = 0  # entries taken over from consumers that died or hung
         self._queues: set[str] = set()
-        self._entries: dict[Key, tuple[str, Entry]] = {}
+        # Held until the run's result is written: queue, entry and the attempt it started.
+        self._entries: dict[Key, tuple[str, Entry, int]] = {}
         self._backlog: dict[str, list[Entry]] = defaultdict(list)
         self._acks: dict[str, list[Entry]] = defaultdict(list)
         self._ack_wake = asyncio.Event()
@@ -216,14 +217,20 @@ class RedisClaimSource:
             return ClaimResult(claims=[])
         by_key: dict[Key, Entry] = {}
         settle: list[Entry] = []
+        later: list[Entry] = []
         for entry in entries:
             try:
                 key = parse_key(entry.key)
             except ValueError:
                 await self._dead_letter(queue, entry, "not an occurrence key")
                 continue
-            if key in by_key or key in self._entries:
+            if key in by_key:
                 settle.append(entry)  # the same occurrence twice: one claim decides
+            elif key in self._entries:
+                # An attempt of it still runs here, which the store may have ended (rescued
+                # while this worker stalled): this may be its retry. Looked at again soon,
+                # once that attempt is settled, rather than dropped.
+                later.append(entry)
             else:
                 by_key[key] = entry
         now = self.clock.now()  # after the read, which may have blocked
@@ -236,6 +243,8 @@ class RedisClaimSource:
             raise
         await self._settle(queue, by_key, result, now)
         self._ack(queue, settle)
+        for entry in later:
+            await self._rearm(queue, entry, to_ms(now) + self.recheck_ms)
         return result
 
     async def _settle(self, queue: str, by_key: dict[Key, Entry], result: KeyClaimResult,
@@ -243,7 +252,7 @@ class RedisClaimSource:
         """Claimed entries are held until their result is written; the rest are settled now:
         not due -> re-armed at the store's due time; gone, missed, skipped -> acked."""
         for claim in result.claims:
-            self._entries[claim.key] = (queue, by_key.pop(claim.key))
+            self._entries[claim.key] = (queue, by_key.pop(claim.key), claim.occurrence.attempt)
         floor = to_ms(now) + self.recheck_ms
         for job_id, scheduled_at, due_at in result.not_due:
             entry = by_key.pop((job_id, scheduled_at))
@@ -251,12 +260,15 @@ class RedisClaimSource:
             log.debug("%s: not claimable yet (due %s; paused, locked or held back): "
                       "delivered again in %d ms", entry.key, due_at.isoformat(),
                       again - to_ms(now))
-            try:
-                await self.dispatch.entry_retry(EntryRetryParams(
-                    queue=queue, entry=entry, due_ms=again))
-            except DispatchError as exc:  # still pending: reclaimed later, decided again
-                log.warning("could not re-arm %s (%s)", entry.key, exc)
+            await self._rearm(queue, entry, again)
         self._ack(queue, list(by_key.values()))
+
+    async def _rearm(self, queue: str, entry: Entry, at_ms: int) -> None:
+        try:
+            await self.dispatch.entry_retry(EntryRetryParams(queue=queue, entry=entry,
+                                                             due_ms=at_ms))
+        except DispatchError as exc:  # still pending: reclaimed later, decided again
+            log.warning("could not re-arm %s (%s)", entry.key, exc)
 
     # -- settling ----------------------------------------------------------------------------
 
@@ -294,7 +306,7 @@ class RedisClaimSource:
                 await self.feeder.add([DueItem(occ.queue, occurrence_key(*claim.key),
                                                due_ms(retry_at), occ.priority)])
             return
-        queue, entry = held
+        queue, entry, _ = held
         if retry_at is None:
             self._ack(queue, [entry])
             return
@@ -303,6 +315,14 @@ class RedisClaimSource:
         except DispatchError as exc:
             log.warning("could not re-arm the retry of %s in Redis (%s); the entry will be "
                         "reclaimed and re-armed", entry.key, exc)
+
+    async def dropped(self, claim: Claim) -> None:
+        """The store ended this attempt while it ran here: its entry is done with (a retry
+        the rescuer made is armed anew by it, and by the reconciler)."""
+        held = self._entries.get(claim.key)
+        if held is not None and held[2] == claim.occurrence.attempt:
+            del self._entries[claim.key]
+            self._ack(held[0], [held[1]])
 
     async def after_chained(self, occurrences: Sequence[NewOccurrence]) -> None:
         """Runs that chains triggered go into the due set, as a trigger's do; if Redis fails

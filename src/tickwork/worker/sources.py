@@ -46,6 +46,11 @@ class ClaimSource(Protocol):
         """The store has the result (or fenced it off): settle the delivery, if any."""
         ...
 
+    async def dropped(self, claim: Claim) -> None:
+        """The store ended this attempt while it ran (cancelled, rescued, its job deleted):
+        no result comes; settle its delivery, if any."""
+        ...
+
     async def after_chained(self, occurrences: Sequence[NewOccurrence]) -> None:
         """Runs that chains of completed runs created, committed: make them claimable."""
         ...
@@ -105,6 +110,9 @@ class SqlClaimSource:
 
     async def after_complete(self, claim: Claim, completion: Completion,
                              applied: bool) -> None:
+        pass
+
+    async def dropped(self, claim: Claim) -> None:
         pass
 
     async def after_chained(self, occurrences: Sequence[NewOccurrence]) -> None:
