@@ -6,15 +6,18 @@
 -- the job waits to retry (the policy's plan, claiming.py, decides the same). An occurrence's
 -- own overlap (a backfill's choice) stands in for its job's, here and in claim_overlap.
 -- Only the columns a claim decides on (the claim itself returns the whole occurrence).
--- queue_limited and keys_limited (each computed once, not per row): whether the claim must
--- read limits (postgres/limits.py); when neither is set it costs nothing more.
+-- queue_limited, keys_limited and runs_limited (each computed once, not per row): whether the
+-- claim must read limits (postgres/limits.py); when none is set it costs nothing more.
 SELECT o.job_id, o.scheduled_at, o.state, o.attempt, o.trigger, j.spec AS job_spec,
        j.version AS job_version, j.next_run_at AS job_next_run_at,
        j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard,
+       j.namespace AS job_namespace,
        o.overlap, COALESCE(o.overlap, j.overlap) AS claim_overlap, o.queue, o.limited_at,
        EXISTS (SELECT 1 FROM queues ql WHERE ql.name = %(queue)s
                AND (ql.max_running IS NOT NULL OR ql.rate_count IS NOT NULL)) AS queue_limited,
-       EXISTS (SELECT 1 FROM limit_keys) AS keys_limited
+       EXISTS (SELECT 1 FROM limit_keys) AS keys_limited,
+       EXISTS (SELECT 1 FROM namespaces nq
+               WHERE nq.max_runs_per_hour IS NOT NULL) AS runs_limited
 FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = %(queue)s AND o.state IN ('scheduled', 'queued', 'retrying')
   AND o.due_at <= %(now)s AND (NOT %(server_clock)s OR o.due_at <= statement_timestamp())
