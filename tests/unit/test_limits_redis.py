@@ -1,7 +1,7 @@
 """Limits on the Redis dispatch path: the store's claim by key holds what a limit holds (a
 namespace's hourly quota too), and the worker's Redis source re-arms it in the due set for
-when the limit lets it start, so nothing is lost and nothing is charged an attempt. PostgreSQL and the shared Redis server,
-with a key prefix per test."""
+when the limit lets it start, so nothing is lost and nothing is charged an attempt.
+PostgreSQL and the shared Redis server, with a key prefix per test."""
 
 from __future__ import annotations
 

@@ -13,9 +13,9 @@ import pytest
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.testing.conformance.namespaces import (
-    T,
     NamespaceConformance,
     RunQuotaConformance,
+    T,
     due_runs,
     runs_this_hour,
     set_runs_quota,

@@ -27,10 +27,10 @@ from tickwork.drivers.admin import (
 )
 from tickwork.drivers.base import (
     JobCreateManyParams,
-    OccurrenceClaimKeysParams,
     JobCreateParams,
     JobDeleteParams,
     JobListParams,
+    OccurrenceClaimKeysParams,
     OccurrenceCompleteParams,
     OccurrenceListParams,
     Store,
