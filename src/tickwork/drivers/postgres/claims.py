@@ -32,7 +32,7 @@ from tickwork.drivers.claiming import (
     triage,
     unique,
 )
-from tickwork.drivers.limits import Budget, LimitState
+from tickwork.drivers.limits import Budget, LimitState, hour_start
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all
 from tickwork.drivers.postgres.limits import (
     limits_note_held,
@@ -69,7 +69,7 @@ class ClaimMethods:
         async with self.pool.transaction() as conn:
             rows = await fetch_all(conn, Q["occurrence_candidates"], {
                 "queue": p.queue, "now": p.now, "server_clock": self.server_clock,
-                "limit": min(p.limit, b.MAX_BATCH) * 2})
+                "limit": min(p.limit, b.MAX_BATCH) * 2, "hour": hour_start(p.now)})
             if not rows:
                 return b.ClaimResult(claims=[])
             rows = await self._with_job_locks(conn, rows)

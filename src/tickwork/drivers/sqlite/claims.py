@@ -27,6 +27,7 @@ from tickwork.drivers.claiming import (
     triage,
     unique,
 )
+from tickwork.drivers.limits import hour_start
 from tickwork.drivers.rows import STATES, TRIGGERS, SpecCache
 from tickwork.drivers.sqlfiles import load_queries
 from tickwork.drivers.sqlite.connection import Connection, write_transaction
@@ -53,9 +54,9 @@ class SqliteClaimMethods:
         def run(conn: sqlite3.Connection) -> b.ClaimResult:
             now = to_us(p.now)
             with write_transaction(conn):
-                rows = conn.execute(
-                    Q["occurrence_candidates"], (p.queue, now, min(p.limit, b.MAX_BATCH) * 2)
-                ).fetchall()
+                rows = conn.execute(Q["occurrence_candidates"], {
+                    "queue": p.queue, "now": now, "limit": min(p.limit, b.MAX_BATCH) * 2,
+                    "hour": to_us(hour_start(p.now))}).fetchall()
                 if not rows:
                     return b.ClaimResult(claims=[])
                 by_key = {(r["job_id"], r["scheduled_at"]): r for r in rows}

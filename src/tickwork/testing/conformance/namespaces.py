@@ -245,12 +245,15 @@ class RunQuotaConformance:
         assert (len(first.claims), first.held) == (3, 2)
         assert first.recheck_at == HOUR  # looked at again when the hour turns
         again = await claim(store, T + seconds(60), worker="w2")
-        assert (len(again.claims), again.held) == (0, 2)
+        # Noted as held, they are left out until the hour turns: nothing to wake a worker for.
+        assert (again.claims, again.held, again.recheck_at) == ([], 0, None)
+        assert await store.occurrence_next_due("default", T + seconds(60)) is None
         waiting = [o for o in await store.occurrence_list(OccurrenceListParams(namespace="a"))
                    if o.state is OccurrenceState.SCHEDULED]
         assert [o.attempt for o in waiting] == [0, 0]  # waiting charged no attempt
         assert await runs_this_hour(store, "a", T) == 3
         assert (await claim(store, HOUR - seconds(1))).claims == []
+        assert await store.occurrence_next_due("default", HOUR) == T
         later = await claim(store, HOUR + seconds(1))  # long past the 60 s catch-up window
         assert (len(later.claims), later.missed, later.held) == (2, 0, 0)
         assert [c.limited_at for c in later.claims] == [T, T]  # when the quota first held them
@@ -272,6 +275,16 @@ class RunQuotaConformance:
                                                                   "default"]
         assert await runs_this_hour(store, "b", T) == 2  # counted from the attempts
 
+    async def test_runs_the_quota_holds_do_not_keep_other_namespaces_waiting(
+            self, store: Store) -> None:
+        await due_runs(store, "a", 4, at=T - seconds(10))  # first in claim order
+        await due_runs(store, "b", 1)
+        await set_runs_quota(store, "a", 1)
+        started = []
+        for _ in range(3):  # a claim of one looks at two candidates
+            started += [c.job.namespace for c in (await claim(store, T, limit=1)).claims]
+        assert started == ["a", "b"]  # a's held runs, once noted, no longer stand in front
+
     async def test_runs_started_before_the_quota_was_set_count(self, store: Store) -> None:
         await due_runs(store, "a", 2)
         assert len((await claim(store, T)).claims) == 2
@@ -286,7 +299,9 @@ class RunQuotaConformance:
     async def test_a_quota_of_zero_holds_every_run(self, store: Store) -> None:
         await due_runs(store, "a", 1)
         await set_runs_quota(store, "a", 0)
-        assert ((await claim(store, T)).held, (await claim(store, HOUR)).held) == (1, 1)
+        first = await claim(store, T)
+        assert (first.claims, first.held) == ([], 1)
+        assert (await claim(store, HOUR + seconds(7200))).claims == []  # no hour lets it start
 
     async def test_claims_by_key_hold_runs_past_the_quota_until_the_hour_turns(
             self, store: Store) -> None:
