@@ -1,20 +1,24 @@
 """History and audit retention on both drivers: the pruner deletes finished runs with their
-attempts and old audit entries in bounded batches, and keeps unfinished runs however old."""
+attempts and old audit entries in bounded batches, and keeps unfinished runs however old; the
+namespaces' run counts of past hours go with them."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from tickwork.clock import FakeClock
 from tickwork.drivers.base import AuditListParams, OccurrenceListParams, Store
+from tickwork.drivers.history import HistoryPruneParams, HistoryStore
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.models import OccurrenceState, Overlap
 from tickwork.scheduler.pruner import Pruner
+from tickwork.testing.conformance.namespaces import T, due_runs, runs_this_hour, set_runs_quota
 from tickwork.testing.factories import (
     NOW,
     add_job,
@@ -72,3 +76,14 @@ async def test_finished_runs_attempts_and_old_audit_entries_go(store: Store) -> 
     assert len(await store.occurrence_list(OccurrenceListParams(job_id=recent.id))) == 1
     assert len(await store.attempt_list(recent.id, NOW + 20 * DAY)) == 1
     assert [e.job_name for e in await store.audit_list(AuditListParams())] == ["recent"]
+
+
+async def test_past_hours_of_namespace_run_counts_go_with_the_history(store: Store) -> None:
+    await due_runs(store, "a", 1)
+    await set_runs_quota(store, "a", 10)
+    assert len((await claim(store, T)).claims) == 1
+    history = cast(HistoryStore, store)
+    await history.history_prune(HistoryPruneParams(before=T))  # its hour is not over yet
+    assert await runs_this_hour(store, "a", T) == 1
+    await history.history_prune(HistoryPruneParams(before=T + seconds(3600)))
+    assert await runs_this_hour(store, "a", T) == 0  # the hour's count is gone

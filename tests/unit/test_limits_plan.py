@@ -1,5 +1,6 @@
 """plan_claims under limits (drivers/limits.py), decided without a store: a budget per queue
-and per key, a job's max_concurrency, and what a held run is spared."""
+and per key, a namespace's hourly quota, a job's max_concurrency, and what a held run is
+spared."""
 
 from __future__ import annotations
 
@@ -8,8 +9,15 @@ from datetime import timedelta
 
 from test_claiming import NOW, cand, running_ref
 
-from tickwork.drivers.claiming import Candidate, plan_claims
-from tickwork.drivers.limits import KEY_BUCKET, QUEUE_BUCKET, Budget
+from tickwork.drivers.claiming import Candidate, held_by_limits, plan_claims, recheck_at
+from tickwork.drivers.limits import (
+    KEY_BUCKET,
+    QUEUE_BUCKET,
+    Budget,
+    HourQuota,
+    budget_of,
+    next_hour,
+)
 from tickwork.models import Overlap
 
 
@@ -55,3 +63,17 @@ def test_max_concurrency_counts_running_and_taken_runs() -> None:
     p = plan_claims([fan(3), fan(2), fan(1)], {"fan": [running_ref("fan")]}, NOW, 10)
     assert len(p.claim) == 2
     assert len(p.held) == 1
+
+
+def test_an_hourly_quota_holds_its_namespace_until_the_top_of_the_hour() -> None:
+    now = NOW.replace(minute=45)
+    cs = [replace(in_queue(cand(f"a{i}", 0)), namespace="a") for i in range(3)]
+    cs.append(replace(in_queue(cand("b0", 0)), namespace="b"))
+    budget = budget_of([], {}, now, [HourQuota("a", 10, 8)])
+    p = plan_claims(cs, {}, now, 10, budget=budget)
+    assert sorted(c.job_id for c in p.claim) == ["a0", "a1", "b0"]  # b has no quota
+    assert [c.job_id for c in p.held] == ["a2"]
+    assert budget.runs_taken == {"a": 2}
+    (again,) = held_by_limits(p, budget, now)
+    assert again[2] == next_hour(now) == NOW.replace(minute=0) + timedelta(hours=1)
+    assert recheck_at(p, budget, now) == next_hour(now)

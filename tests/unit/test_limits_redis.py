@@ -1,7 +1,7 @@
-"""Limits on the Redis dispatch path: the store's claim by key holds what a limit holds, and
-the worker's Redis source re-arms it in the due set for when the limit lets it start, so
-nothing is lost and nothing is charged an attempt. PostgreSQL and the shared Redis server,
-with a key prefix per test."""
+"""Limits on the Redis dispatch path: the store's claim by key holds what a limit holds (a
+namespace's hourly quota too), and the worker's Redis source re-arms it in the due set for
+when the limit lets it start, so nothing is lost and nothing is charged an attempt.
+PostgreSQL and the shared Redis server, with a key prefix per test."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from test_redis_worker import Stack, put, stack  # noqa: F401  (stack: a fixture
 from tickwork.document.limits import Limits
 from tickwork.drivers.base import OccurrenceInsertParams
 from tickwork.drivers.dispatch import DuePromoteParams, QueueStatsParams
-from tickwork.drivers.limits import Rate
+from tickwork.drivers.limits import Rate, next_hour
 from tickwork.testing.factories import add_job, complete, completion, new_occurrence
 
 
@@ -62,3 +62,18 @@ async def test_a_named_rate_limit_re_arms_at_its_next_token(
     (_, score), = await stack.dispatch.client.zrange(due_key, 0, -1, withscores=True)
     waited = score / 1000 - now.timestamp()
     assert 59 <= waited <= 61  # one token a minute: delivered again when it is there
+
+
+async def test_an_hourly_quota_re_arms_its_runs_for_the_top_of_the_hour(
+        stack: Stack) -> None:  # noqa: F811
+    await stack.client.set_quotas("default", {"max_runs_per_hour": 1})
+    await _due_jobs(stack, 3)
+    now = stack.clock.now()
+    result = await stack.source.claim("default", 8, now)
+    assert (len(result.claims), result.held) == (1, 2)
+    await stack.source.stop()
+    stats = await stack.dispatch.queue_stats(QueueStatsParams("default"))
+    assert (stats.due, stats.pending) == (2, 1)  # re-armed, uncharged
+    due_key = stack.dispatch.keys.due("default")
+    scores = [s for _, s in await stack.dispatch.client.zrange(due_key, 0, -1, withscores=True)]
+    assert scores == [next_hour(now).timestamp() * 1000] * 2  # when the hour turns

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from tickwork.client.quotas import hour_start, merge_quotas, namespace_info
+from tickwork.client.quotas import merge_quotas, namespace_info
 from tickwork.clock import Clock
+from tickwork.drivers.limits import hour_start
 from tickwork.drivers.namespaces import (
     NAMESPACE_NAME,
     NAMESPACE_RULE,

@@ -5,7 +5,9 @@ Python client, dashboard) goes through it, and bulk creation counts the whole ba
   whole (QuotaExceeded, 422 in the API).
 - ``max_payload_bytes``: a job's payload as compact JSON in UTF-8 (422).
 - ``max_runs_per_hour``: attempts started in the current UTC clock hour, and the runs a trigger,
-  backfill or retry asks for on top of them (429, with ``Retry-After`` and when it resets).
+  backfill or retry asks for on top of them (429, with ``Retry-After`` and when it resets):
+  the caller learns at once. The store's claim enforces the same quota on every run,
+  scheduled ones included: past it, runs wait for the hour to turn (drivers/limits.py).
 """
 
 from __future__ import annotations
@@ -13,16 +15,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from tickwork.drivers.admin import AdminStore
+from tickwork.drivers.limits import hour_start, next_hour
 from tickwork.drivers.namespaces import QUOTA_MAX, NamespaceInfo, NamespaceListParams, Quotas
 from tickwork.errors import QuotaExceeded, ValidationError
 from tickwork.models import JobSpec
-
-
-def hour_start(now: datetime) -> datetime:
-    return now.replace(minute=0, second=0, microsecond=0)
 
 
 def payload_bytes(spec: JobSpec) -> int:
@@ -68,7 +67,7 @@ def check_run_quota(info: NamespaceInfo, adding: int, now: datetime) -> None:
     limit = info.quotas.max_runs_per_hour
     if limit is None or info.runs_this_hour + adding <= limit:
         return
-    resets = hour_start(now) + timedelta(hours=1)
+    resets = next_hour(now)
     wait = max(1, int((resets - now).total_seconds() + 0.999))
     raise QuotaExceeded(info.name, "max_runs_per_hour", limit, info.runs_this_hour,
                         f"refuses {adding} more run(s): {info.runs_this_hour} started this "

@@ -43,6 +43,7 @@ class Candidate:
     overlap: Overlap | None = None  # the occurrence's own policy (a backfill's choice)
     queue: str = ""
     limited_at: datetime | None = None  # when a limit first held it back
+    namespace: str = "default"  # its job's: the hourly quota that may hold it
 
     @property
     def policy(self) -> Overlap:
@@ -84,8 +85,9 @@ def plan_claims(
 ) -> ClaimPlan:
     """Decide each candidate's fate. ``running`` maps a job id to its running attempts;
     ``retrying`` holds the jobs with a started occurrence waiting for its next attempt;
-    ``budget`` is what the queue and key limits let start (None: no limit applies). A job's
-    ``max_concurrency`` counts its running attempts and the ones this plan takes."""
+    ``budget`` is what the queue, key and namespace limits let start (None: no limit
+    applies). A job's ``max_concurrency`` counts its running attempts and the ones this plan
+    takes."""
     plan = ClaimPlan()
     running_of = {job_id: list(refs) for job_id, refs in running.items()}  # read each once
     take = _Taker(plan, limit, budget, {j: len(refs) for j, refs in running_of.items()})
@@ -144,7 +146,7 @@ class _Taker:
         cap = c.spec.max_concurrency if c.policy is Overlap.ALLOW_ALL else None
         if (cap is not None and self.running.get(c.job_id, 0) >= cap) or (
                 self.budget is not None
-                and not self.budget.allows(c.queue, c.spec.limit_key)):
+                and not self.budget.allows(c.queue, c.spec.limit_key, c.namespace)):
             self.plan.held.append(c)
             return False
         return True
@@ -156,7 +158,7 @@ class _Taker:
         busy.add(c.job_id)
         self.running[c.job_id] = self.running.get(c.job_id, 0) + 1
         if self.budget is not None:
-            self.budget.spend(c.queue, c.spec.limit_key)
+            self.budget.spend(c.queue, c.spec.limit_key, c.namespace)
 
 
 def _latest_per_job(candidates: Sequence[Candidate], overlap: Overlap) -> dict[str, Candidate]:
@@ -222,11 +224,12 @@ def left_waiting(claimable: Sequence[Key], plan: ClaimPlan,
 def held_by_limits(plan: ClaimPlan, budget: Budget | None, now: datetime,
                    recheck_seconds: float = 0.25) -> list[tuple[str, datetime, datetime]]:
     """Runs a limit held back, with when to look at them again: when the bucket that held
-    them has a token again, or soon (a slot frees when a running attempt ends)."""
+    them has a token again, when the hour turns (a namespace's quota), or soon (a slot frees
+    when a running attempt ends)."""
     out = []
     for c in plan.held:
         wait = recheck_seconds if budget is None else budget.retry_seconds(
-            c.queue, c.spec.limit_key, recheck_seconds)
+            c.queue, c.spec.limit_key, recheck_seconds, c.namespace)
         out.append((c.job_id, c.scheduled_at, now + timedelta(seconds=wait)))
     return out
 

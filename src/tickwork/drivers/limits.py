@@ -1,6 +1,6 @@
 """Limits on what jobs call, across every worker: the values, the arithmetic and the seam.
 
-Three kinds (docs/limits.md):
+Four kinds (docs/limits.md, docs/namespaces.md):
 
 - a queue's ``max_running``: at most N attempts of the queue running at once. The store counts
   running attempts whose lease has not expired, so a crashed worker's slots come back when its
@@ -8,7 +8,10 @@ Three kinds (docs/limits.md):
 - a rate with a burst, on a queue or on a named ``limit_key`` that jobs share whatever their
   queue: a token bucket of ``burst`` tokens refilled at the rate, one token per start. In any
   window of ``w`` seconds at most ``burst + rate * w`` attempts start;
-- a job's ``max_concurrency`` (overlap ``allow_all``): at most N of its runs at once.
+- a job's ``max_concurrency`` (overlap ``allow_all``): at most N of its runs at once;
+- a namespace's ``max_runs_per_hour`` quota: at most N attempts of its jobs started per UTC
+  clock hour. The store counts the starts per (namespace, hour) in the claim transaction; a
+  run it holds is looked at again when the hour turns.
 
 A claim that a limit holds back leaves the run waiting, its attempt counter untouched; the
 store notes when a limit first held it (``limited_at``), the catch-up window no longer counts
@@ -23,8 +26,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from tickwork.drivers.rows import RowLike
@@ -125,45 +129,79 @@ class LimitState:
         return (self.kind, self.name)
 
 
+def hour_start(now: datetime) -> datetime:
+    """The top of ``now``'s UTC clock hour: a namespace's runs are counted per hour from it."""
+    return now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def next_hour(now: datetime) -> datetime:
+    return hour_start(now) + timedelta(hours=1)
+
+
+@dataclass(frozen=True, slots=True)
+class HourQuota:
+    """A namespace's ``max_runs_per_hour`` as a claim reads it: ``used`` attempts of its jobs
+    started in the current hour (as counted by claims, in ``namespace_runs``)."""
+
+    namespace: str
+    limit: int
+    used: int
+
+
 @dataclass(slots=True)
 class Budget:
     """What a claim may start under the limits it read: starts left per queue under
-    ``max_running`` and per bucket under its rate. A queue or key that is absent is not
-    limited. ``spend`` counts what the plan takes; ``taken`` is what to write back."""
+    ``max_running``, per bucket under its rate and per namespace under its hourly quota. A
+    queue, key or namespace that is absent is not limited. ``spend`` counts what the plan
+    takes; ``taken`` and ``runs_taken`` are what to write back."""
 
     slots: dict[str, int] = field(default_factory=dict)  # queue -> starts left
     tokens: dict[tuple[str, str], int] = field(default_factory=dict)  # bucket -> starts left
     taken: dict[tuple[str, str], int] = field(default_factory=dict)
     # bucket -> (its tokens when read, its refill per second): when the next token comes
     refill: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+    runs: dict[str, int] = field(default_factory=dict)  # namespace -> starts left this hour
+    runs_taken: dict[str, int] = field(default_factory=dict)
+    hour_wait: float = 0.0  # seconds from the claim's now to the top of the next hour
 
-    def allows(self, queue: str, key: str | None) -> bool:
+    def allows(self, queue: str, key: str | None, namespace: str | None = None) -> bool:
         if self.slots.get(queue, 1) <= 0 or self.tokens.get((QUEUE_BUCKET, queue), 1) <= 0:
+            return False
+        if namespace is not None and self.runs.get(namespace, 1) <= 0:
             return False
         return key is None or self.tokens.get((KEY_BUCKET, key), 1) > 0
 
-    def spend(self, queue: str, key: str | None) -> None:
+    def spend(self, queue: str, key: str | None, namespace: str | None = None) -> None:
         if queue in self.slots:
             self.slots[queue] -= 1
         for bucket in ((QUEUE_BUCKET, queue), (KEY_BUCKET, key or "")):
             if bucket in self.tokens:
                 self.tokens[bucket] -= 1
                 self.taken[bucket] = self.taken.get(bucket, 0) + 1
+        if namespace is not None and namespace in self.runs:
+            self.runs[namespace] -= 1
+            self.runs_taken[namespace] = self.runs_taken.get(namespace, 0) + 1
 
-    def retry_seconds(self, queue: str, key: str | None, default: float) -> float:
-        """When a run held back by these limits may be looked at again."""
+    def retry_seconds(self, queue: str, key: str | None, default: float,
+                      namespace: str | None = None) -> float:
+        """When a run held back by these limits may be looked at again: for a namespace
+        whose hour is used up, when the hour turns."""
         waits = []
         for b in ((QUEUE_BUCKET, queue), (KEY_BUCKET, key or "")):
             if b in self.refill and self.tokens.get(b, 1) <= 0:
                 tokens, per_second = self.refill[b]
                 waits.append((self.taken.get(b, 0) + 1 - tokens) / per_second)
+        if namespace is not None and self.runs.get(namespace, 1) <= 0:
+            waits.append(self.hour_wait)
         return max(default, *waits) if waits else default
 
 
-def budget_of(limits: list[LimitState], running: dict[str, int], now: datetime) -> Budget:
+def budget_of(limits: list[LimitState], running: dict[str, int], now: datetime,
+              hours: Sequence[HourQuota] = ()) -> Budget:
     """The budget these limits leave, with ``running`` the unexpired running attempts of each
-    limited queue."""
-    budget = Budget()
+    limited queue and ``hours`` the hourly quotas of the candidates' namespaces."""
+    budget = Budget(runs={h.namespace: max(0, h.limit - h.used) for h in hours},
+                    hour_wait=(next_hour(now) - now).total_seconds())
     for limit in limits:
         if limit.kind == QUEUE_BUCKET and limit.max_running is not None:
             budget.slots[limit.name] = max(0, limit.max_running - running.get(limit.name, 0))

@@ -2,7 +2,10 @@
 
 A namespace (a tenant) owns jobs and API tokens; it exists as soon as something names it. It
 gets a row of its own when its quotas are first set; a quota left unset (None) is unlimited.
-Usage is read from the jobs and attempts themselves, so it is never out of step with them.
+Usage is read from the jobs and attempts themselves, so it is never out of step with them;
+except the runs this hour of a namespace with ``max_runs_per_hour``, which are the count the
+store's claims keep and enforce (``namespace_runs``, drivers/limits.py), seeded from the
+attempts when the quota is set.
 Every driver passes ``tickwork.testing.conformance.namespaces``.
 """
 
@@ -34,7 +37,8 @@ class NamespaceInfo:
     name: str
     quotas: Quotas
     jobs: int  # jobs defined now
-    runs_this_hour: int  # attempts claimed since ``hour_start``
+    runs_this_hour: int  # attempts claimed since ``hour_start`` (the claims' own count, with
+    # a max_runs_per_hour: the figure the quota is enforced on)
 
 
 @dataclass(frozen=True, slots=True)

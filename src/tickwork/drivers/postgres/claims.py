@@ -32,13 +32,14 @@ from tickwork.drivers.claiming import (
     triage,
     unique,
 )
-from tickwork.drivers.limits import Budget, LimitState
+from tickwork.drivers.limits import Budget, LimitState, hour_start
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all
 from tickwork.drivers.postgres.limits import (
     limits_note_held,
     limits_read,
     limits_write,
     meets_limits,
+    meets_quotas,
 )
 from tickwork.drivers.postgres.rows import (
     Row,
@@ -68,7 +69,7 @@ class ClaimMethods:
         async with self.pool.transaction() as conn:
             rows = await fetch_all(conn, Q["occurrence_candidates"], {
                 "queue": p.queue, "now": p.now, "server_clock": self.server_clock,
-                "limit": min(p.limit, b.MAX_BATCH) * 2})
+                "limit": min(p.limit, b.MAX_BATCH) * 2, "hour": hour_start(p.now)})
             if not rows:
                 return b.ClaimResult(claims=[])
             rows = await self._with_job_locks(conn, rows)
@@ -108,13 +109,14 @@ class ClaimMethods:
             state=STATES[row["state"]], attempt=row["attempt"],
             trigger=TRIGGERS[row["trigger"]], spec=self._spec(row),
             overlap=Overlap(row["overlap"]) if row["overlap"] else None,
-            queue=row["queue"], limited_at=instant_or_none(row["limited_at"]))
+            queue=row["queue"], limited_at=instant_or_none(row["limited_at"]),
+            namespace=row["job_namespace"])
 
     async def _limits(self, conn: Conn, candidates: list[Candidate], rows: list[Row],
                       now: datetime) -> tuple[list[LimitState], Budget | None]:
         if not meets_limits(candidates, rows):
             return [], None
-        return await limits_read(conn, candidates, now)
+        return await limits_read(conn, candidates, now, meets_quotas(rows))
 
     async def _apply_limits(self, conn: Conn, plan: ClaimPlan, limits: list[LimitState],
                             budget: Budget | None, now: datetime) -> None:
@@ -174,7 +176,8 @@ class ClaimMethods:
             source: dict[str, Any] = by_key[key]
             job = Job(id=key[0], spec=specs[key], next_run_at=instant_or_none(
                 source["job_next_run_at"]), created_at=instant(source["job_created_at"]),
-                updated_at=instant(source["job_updated_at"]), shard=source["job_shard"])
+                updated_at=instant(source["job_updated_at"]), shard=source["job_shard"],
+                namespace=source["job_namespace"])
             claims.append((order[key], Claim(occurrence=occurrence_from_row(r), job=job,
                                              limited_at=instant_or_none(r["limited_at"]))))
         return [c for _, c in sorted(claims, key=lambda item: item[0])]

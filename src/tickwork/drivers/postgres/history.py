@@ -74,6 +74,7 @@ class HistoryMethods:
                     dropped.append(r["name"])
             attempts = (await conn.execute(Q["attempts_default_prune"], args)).rowcount
             occurrences = (await conn.execute(Q["occurrences_prune"], args)).rowcount
+            await conn.execute(Q["namespace_runs_prune"], {"before": p.before})
             audit = 0 if p.audit_before is None else (await conn.execute(
                 Q["audit_prune"], {"before": p.audit_before, "limit": p.limit})).rowcount
         return HistoryPruned(partitions_dropped=sorted(dropped),

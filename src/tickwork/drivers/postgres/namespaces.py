@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from tickwork.drivers import namespaces as n
+from tickwork.drivers.limits import hour_start
 from tickwork.drivers.postgres.connection import Pool, Q, fetch_all
 from tickwork.drivers.postgres.rows import Row
 
@@ -13,8 +14,8 @@ class PostgresNamespaceMethods:
 
     async def namespace_list(self, p: n.NamespaceListParams) -> list[n.NamespaceInfo]:
         async with self._pool.transaction() as conn:
-            rows = await fetch_all(conn, Q["namespace_list"], {"name": p.name,
-                                                               "since": p.hour_start})
+            rows = await fetch_all(conn, Q["namespace_list"], {
+                "name": p.name, "since": p.hour_start, "hour": hour_start(p.hour_start)})
         return [_namespace(r) for r in rows]
 
     async def namespace_set(self, p: n.NamespaceSetParams) -> None:
@@ -23,6 +24,9 @@ class PostgresNamespaceMethods:
                 "name": p.name, "max_jobs": p.quotas.max_jobs,
                 "max_runs_per_hour": p.quotas.max_runs_per_hour,
                 "max_payload_bytes": p.quotas.max_payload_bytes, "now": p.now})
+            if p.quotas.max_runs_per_hour is not None:
+                await conn.execute(Q["namespace_runs_seed"], {"name": p.name,
+                                                              "hour": hour_start(p.now)})
 
 
 def _namespace(row: Row) -> n.NamespaceInfo:

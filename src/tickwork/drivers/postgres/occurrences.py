@@ -16,6 +16,7 @@ from psycopg import sql
 from tickwork.drivers import base as b
 from tickwork.drivers.chaining import MAX_PROBES, ONE_US, ChainFire, chain_fire, same_run
 from tickwork.drivers.codec import upstream_from_json, upstream_to_json
+from tickwork.drivers.limits import hour_start
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
 from tickwork.drivers.postgres.rows import (
     attempt_from_row,
@@ -260,7 +261,8 @@ class OccurrenceMethods:
 
     async def occurrence_next_due(self, queue: str, now: datetime) -> datetime | None:
         async with self.pool.statement() as conn:
-            row = await fetch_one(conn, Q["occurrence_next_due"], (queue,))
+            row = await fetch_one(conn, Q["occurrence_next_due"], {
+                "queue": queue, "hour": hour_start(now)})
         return None if row is None or row["due_at"] is None else instant(row["due_at"])
 
     async def attempt_list(self, job_id: str, scheduled_at: datetime) -> list[Attempt]:

@@ -27,6 +27,7 @@ from tickwork.drivers.claiming import (
     triage,
     unique,
 )
+from tickwork.drivers.limits import hour_start
 from tickwork.drivers.rows import STATES, TRIGGERS, SpecCache
 from tickwork.drivers.sqlfiles import load_queries
 from tickwork.drivers.sqlite.connection import Connection, write_transaction
@@ -53,9 +54,9 @@ class SqliteClaimMethods:
         def run(conn: sqlite3.Connection) -> b.ClaimResult:
             now = to_us(p.now)
             with write_transaction(conn):
-                rows = conn.execute(
-                    Q["occurrence_candidates"], (p.queue, now, min(p.limit, b.MAX_BATCH) * 2)
-                ).fetchall()
+                rows = conn.execute(Q["occurrence_candidates"], {
+                    "queue": p.queue, "now": now, "limit": min(p.limit, b.MAX_BATCH) * 2,
+                    "hour": to_us(hour_start(p.now))}).fetchall()
                 if not rows:
                     return b.ClaimResult(claims=[])
                 by_key = {(r["job_id"], r["scheduled_at"]): r for r in rows}
@@ -83,6 +84,7 @@ class SqliteClaimMethods:
             spec=self._specs.get(row["job_id"], row["job_version"], row["job_spec"]),
             overlap=Overlap(row["overlap"]) if row["overlap"] else None,
             queue=row["queue"], limited_at=from_us_or_none(row["limited_at"]),
+            namespace=row["job_namespace"],
         )
 
     def _unfinished_of(
@@ -135,7 +137,8 @@ class SqliteClaimMethods:
                   next_run_at=None if row["job_next_run_at"] is None
                   else from_us(row["job_next_run_at"]),
                   created_at=from_us(row["job_created_at"]),
-                  updated_at=from_us(row["job_updated_at"]), shard=row["job_shard"])
+                  updated_at=from_us(row["job_updated_at"]), shard=row["job_shard"],
+                  namespace=row["job_namespace"])
         occ = occurrence_from_row(row)
         occ = replace(occ, state=OccurrenceState.RUNNING, attempt=occ.attempt + 1,
                       lease_until=from_us(lease_until), worker=p.worker,

@@ -36,6 +36,7 @@ class SqliteHistoryMethods:
                 keys = [(r[0], r[1]) for r in keys]
                 attempts = _changes(conn, Q["attempts_of_run_delete"], keys)
                 occurrences = _changes(conn, Q["occurrence_delete"], keys)
+                conn.execute(Q["namespace_runs_prune"], (before,))
                 audit = 0 if p.audit_before is None else conn.execute(
                     Q["audit_prune"], (to_us(p.audit_before), p.limit)).rowcount
             return HistoryPruned(occurrences_deleted=occurrences, attempts_deleted=attempts,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 from tickwork.drivers import namespaces as n
+from tickwork.drivers.limits import hour_start
 from tickwork.drivers.sqlfiles import load_queries
 from tickwork.drivers.sqlite.connection import Connection, write_transaction
 from tickwork.drivers.sqlite.rows import to_us
@@ -18,8 +19,9 @@ class SqliteNamespaceMethods:
 
     async def namespace_list(self, p: n.NamespaceListParams) -> list[n.NamespaceInfo]:
         def run(conn: sqlite3.Connection) -> list[n.NamespaceInfo]:
-            rows = conn.execute(Q["namespace_list"], {"name": p.name,
-                                                      "since": to_us(p.hour_start)})
+            rows = conn.execute(Q["namespace_list"], {
+                "name": p.name, "since": to_us(p.hour_start),
+                "hour": to_us(hour_start(p.hour_start))})
             return [_namespace(r) for r in rows]
 
         return await self._conn.run(run)
@@ -31,6 +33,9 @@ class SqliteNamespaceMethods:
                     "name": p.name, "max_jobs": p.quotas.max_jobs,
                     "max_runs_per_hour": p.quotas.max_runs_per_hour,
                     "max_payload_bytes": p.quotas.max_payload_bytes, "now": to_us(p.now)})
+                if p.quotas.max_runs_per_hour is not None:
+                    conn.execute(Q["namespace_runs_seed"], {
+                        "name": p.name, "hour": to_us(hour_start(p.now))})
 
         await self._conn.run(run)
 

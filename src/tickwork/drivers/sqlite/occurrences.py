@@ -14,6 +14,7 @@ from datetime import datetime
 from tickwork.drivers import base as b
 from tickwork.drivers.chaining import MAX_PROBES, ONE_US, ChainFire, chain_fire, same_run
 from tickwork.drivers.codec import upstream_from_json, upstream_to_json
+from tickwork.drivers.limits import hour_start
 from tickwork.drivers.rows import SpecCache
 from tickwork.drivers.sqlfiles import load_queries
 from tickwork.drivers.sqlite.connection import Connection, write_transaction
@@ -242,7 +243,8 @@ class SqliteOccurrenceMethods:
 
     async def occurrence_next_due(self, queue: str, now: datetime) -> datetime | None:
         def run(conn: sqlite3.Connection) -> datetime | None:
-            value = conn.execute(Q["occurrence_next_due"], (queue,)).fetchone()[0]
+            value = conn.execute(Q["occurrence_next_due"], {
+                "queue": queue, "hour": to_us(hour_start(now))}).fetchone()[0]
             return None if value is None else from_us(value)
 
         return await self._conn.run(run)

@@ -4,13 +4,16 @@ A driver's test module subclasses ``NamespaceConformance`` and defines ``store``
 migrated Store of its own). Names are unique per namespace; a lookup scoped to one namespace
 never finds another's job, by id or by name; listings and chains stay inside it; tokens carry
 their namespace, and one namespace cannot revoke another's; quotas are stored and usage is
-counted from the jobs and attempts themselves.
+counted from the jobs and attempts themselves. A namespace's ``max_runs_per_hour`` is enforced
+by the claim, by queue and by key (the Redis dispatch path), as a limit holds a run: it waits,
+uncharged, until the hour turns.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -27,6 +30,7 @@ from tickwork.drivers.base import (
     JobCreateParams,
     JobDeleteParams,
     JobListParams,
+    OccurrenceClaimKeysParams,
     OccurrenceCompleteParams,
     OccurrenceListParams,
     Store,
@@ -38,6 +42,7 @@ from tickwork.models import Job, OccurrenceState, Trigger
 from tickwork.testing.factories import (
     NOW,
     add_occurrences,
+    claim,
     claim_one,
     complete,
     completion,
@@ -45,7 +50,7 @@ from tickwork.testing.factories import (
     seconds,
 )
 
-__all__ = ["NamespaceConformance"]
+__all__ = ["NamespaceConformance", "RunQuotaConformance"]
 
 
 async def add(store: Store, name: str, namespace: str, **spec: Any) -> Job:
@@ -201,3 +206,112 @@ class NamespaceConformance:
         assert sum(isinstance(r, list) for r in results) == 3
         assert all(isinstance(r, list | QuotaExceeded) for r in results), results
         assert len(await store.job_list(JobListParams(namespace="a"))) == 3
+
+
+HOUR = NOW + seconds(3600)  # the top of the hour after NOW's
+T = NOW + seconds(600)  # ten minutes into NOW's hour
+
+
+async def due_runs(store: Store, namespace: str, count: int, at: datetime = T,
+                   prefix: str = "j") -> list[Job]:
+    """``count`` jobs of ``namespace``, each with a run due at ``at`` (catch-up window 60 s)."""
+    jobs = []
+    for i in range(count):
+        job = await add(store, f"{prefix}{i}", namespace, catchup_window_seconds=60)
+        await add_occurrences(store, job, at)
+        jobs.append(job)
+    return jobs
+
+
+async def set_runs_quota(store: Store, namespace: str, limit: int, now: datetime = T) -> None:
+    await store.admin().namespace_set(NamespaceSetParams(
+        name=namespace, quotas=Quotas(max_runs_per_hour=limit), now=now))
+
+
+async def runs_this_hour(store: Store, namespace: str, now: datetime) -> int:
+    (info,) = await store.admin().namespace_list(NamespaceListParams(
+        hour_start=now.replace(minute=0, second=0, microsecond=0), name=namespace))
+    return info.runs_this_hour
+
+
+class RunQuotaConformance:
+    """``max_runs_per_hour`` holds scheduled runs in the store's claim (drivers/limits.py)."""
+
+    async def test_runs_past_the_hourly_quota_wait_for_the_hour_to_turn(
+            self, store: Store) -> None:
+        await due_runs(store, "a", 5)
+        await set_runs_quota(store, "a", 3)
+        first = await claim(store, T)
+        assert (len(first.claims), first.held) == (3, 2)
+        assert first.recheck_at == HOUR  # looked at again when the hour turns
+        again = await claim(store, T + seconds(60), worker="w2")
+        # Noted as held, they are left out until the hour turns: nothing to wake a worker for.
+        assert (again.claims, again.held, again.recheck_at) == ([], 0, None)
+        assert await store.occurrence_next_due("default", T + seconds(60)) is None
+        waiting = [o for o in await store.occurrence_list(OccurrenceListParams(namespace="a"))
+                   if o.state is OccurrenceState.SCHEDULED]
+        assert [o.attempt for o in waiting] == [0, 0]  # waiting charged no attempt
+        assert await runs_this_hour(store, "a", T) == 3
+        assert (await claim(store, HOUR - seconds(1))).claims == []
+        assert await store.occurrence_next_due("default", HOUR) == T
+        later = await claim(store, HOUR + seconds(1))  # long past the 60 s catch-up window
+        assert (len(later.claims), later.missed, later.held) == (2, 0, 0)
+        assert [c.limited_at for c in later.claims] == [T, T]  # when the quota first held them
+        assert [c.occurrence.attempt for c in later.claims] == [1, 1]
+        assert all(c.job.namespace == "a" for c in later.claims)
+        assert await runs_this_hour(store, "a", HOUR + seconds(1)) == 2
+        assert await runs_this_hour(store, "a", T) == 3  # the past hour's count stays
+
+    async def test_the_quota_holds_only_its_own_namespace(self, store: Store) -> None:
+        await due_runs(store, "a", 2)
+        await due_runs(store, "b", 2)
+        await due_runs(store, "default", 2)
+        await set_runs_quota(store, "a", 1)
+        await store.admin().namespace_set(NamespaceSetParams(
+            name="b", quotas=Quotas(max_jobs=100), now=T))  # quotas, but none on runs
+        result = await claim(store, T)
+        assert (len(result.claims), result.held) == (5, 1)
+        assert sorted(c.job.namespace for c in result.claims) == ["a", "b", "b", "default",
+                                                                  "default"]
+        assert await runs_this_hour(store, "b", T) == 2  # counted from the attempts
+
+    async def test_runs_the_quota_holds_do_not_keep_other_namespaces_waiting(
+            self, store: Store) -> None:
+        await due_runs(store, "a", 4, at=T - seconds(10))  # first in claim order
+        await due_runs(store, "b", 1)
+        await set_runs_quota(store, "a", 1)
+        started = []
+        for _ in range(3):  # a claim of one looks at two candidates
+            started += [c.job.namespace for c in (await claim(store, T, limit=1)).claims]
+        assert started == ["a", "b"]  # a's held runs, once noted, no longer stand in front
+
+    async def test_runs_started_before_the_quota_was_set_count(self, store: Store) -> None:
+        await due_runs(store, "a", 2)
+        assert len((await claim(store, T)).claims) == 2
+        await due_runs(store, "a", 2, at=T + seconds(1), prefix="k")
+        await set_runs_quota(store, "a", 3, now=T + seconds(2))
+        assert await runs_this_hour(store, "a", T + seconds(2)) == 2
+        result = await claim(store, T + seconds(3))
+        assert (len(result.claims), result.held) == (1, 1)
+        await set_runs_quota(store, "a", 3, now=T + seconds(4))  # set again: never counts less
+        assert await runs_this_hour(store, "a", T + seconds(4)) == 3
+
+    async def test_a_quota_of_zero_holds_every_run(self, store: Store) -> None:
+        await due_runs(store, "a", 1)
+        await set_runs_quota(store, "a", 0)
+        first = await claim(store, T)
+        assert (first.claims, first.held) == ([], 1)
+        assert (await claim(store, HOUR + seconds(7200))).claims == []  # no hour lets it start
+
+    async def test_claims_by_key_hold_runs_past_the_quota_until_the_hour_turns(
+            self, store: Store) -> None:
+        jobs = await due_runs(store, "a", 3)
+        await set_runs_quota(store, "a", 2)
+        result = await store.occurrence_claim_keys(OccurrenceClaimKeysParams(
+            keys=[(j.id, T) for j in jobs], worker="w1", now=T))
+        assert (len(result.claims), result.held) == (2, 1)
+        (held,) = result.not_due  # back to the due set, for the top of the next hour
+        assert held[2] == HOUR
+        later = await store.occurrence_claim_keys(OccurrenceClaimKeysParams(
+            keys=[held[:2]], worker="w1", now=HOUR))
+        assert [(c.occurrence.attempt, c.limited_at) for c in later.claims] == [(1, T)]

@@ -5,16 +5,23 @@
 -- buffer_all occurrence waits while its job runs or, if it never started itself, while a run of
 -- the job waits to retry (the policy's plan, claiming.py, decides the same). An occurrence's
 -- own overlap (a backfill's choice) stands in for its job's, here and in claim_overlap.
+-- A run its namespace's hourly quota already held (limited_at) is left out while the quota of
+-- the hour is used up: it cannot start, and would keep the runs of other namespaces behind it
+-- from being looked at. One not looked at yet still comes, so the claim notes it as held and
+-- the catch-up window spares it (drivers/limits.py).
 -- Only the columns a claim decides on (the claim itself returns the whole occurrence).
--- queue_limited and keys_limited (each computed once, not per row): whether the claim must
--- read limits (postgres/limits.py); when neither is set it costs nothing more.
+-- queue_limited, keys_limited and runs_limited (each computed once, not per row): whether the
+-- claim must read limits (postgres/limits.py); when none is set it costs nothing more.
 SELECT o.job_id, o.scheduled_at, o.state, o.attempt, o.trigger, j.spec AS job_spec,
        j.version AS job_version, j.next_run_at AS job_next_run_at,
        j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard,
+       j.namespace AS job_namespace,
        o.overlap, COALESCE(o.overlap, j.overlap) AS claim_overlap, o.queue, o.limited_at,
        EXISTS (SELECT 1 FROM queues ql WHERE ql.name = %(queue)s
                AND (ql.max_running IS NOT NULL OR ql.rate_count IS NOT NULL)) AS queue_limited,
-       EXISTS (SELECT 1 FROM limit_keys) AS keys_limited
+       EXISTS (SELECT 1 FROM limit_keys) AS keys_limited,
+       EXISTS (SELECT 1 FROM namespaces nq
+               WHERE nq.max_runs_per_hour IS NOT NULL) AS runs_limited
 FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = %(queue)s AND o.state IN ('scheduled', 'queued', 'retrying')
   AND o.due_at <= %(now)s AND (NOT %(server_clock)s OR o.due_at <= statement_timestamp())
@@ -24,6 +31,10 @@ WHERE o.queue = %(queue)s AND o.state IN ('scheduled', 'queued', 'retrying')
       EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
       OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (
           SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
+  AND (o.limited_at IS NULL OR j.namespace <> ALL (ARRAY(
+      SELECT nq.name FROM namespaces nq
+      LEFT JOIN namespace_runs nr ON nr.namespace = nq.name AND nr.hour = %(hour)s
+      WHERE nq.max_runs_per_hour IS NOT NULL AND COALESCE(nr.runs, 0) >= nq.max_runs_per_hour)))
 ORDER BY o.priority DESC, o.due_at
 LIMIT %(limit)s
 FOR UPDATE OF o SKIP LOCKED

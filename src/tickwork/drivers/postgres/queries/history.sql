@@ -37,3 +37,7 @@ DELETE FROM occurrences WHERE ctid IN (
 DELETE FROM audit_log WHERE id IN (
     SELECT id FROM audit_log WHERE created_at < %(before)s ORDER BY created_at, id
     LIMIT %(limit)s)
+
+-- name: namespace_runs_prune
+-- Hours of namespace runs wholly before the history kept: a claim only reads its own hour.
+DELETE FROM namespace_runs WHERE hour + interval '1 hour' <= %(before)s

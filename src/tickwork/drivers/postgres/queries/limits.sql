@@ -62,3 +62,24 @@ ORDER BY key COLLATE "C"
 
 -- name: key_limit_delete
 DELETE FROM limit_keys WHERE key = %(key)s
+
+-- name: namespace_runs_lock
+-- The hourly quotas of the candidates' namespaces, with the attempts started this hour, each
+-- hour's row locked in name order after the queue and key rows (one order for every claimer).
+-- The no-op update on a row already there locks it and returns its count; a new hour starts
+-- at 0.
+WITH quota AS (
+    SELECT name, max_runs_per_hour FROM namespaces
+    WHERE name = ANY(%(names)b::text[]) AND max_runs_per_hour IS NOT NULL
+), locked AS (
+    INSERT INTO namespace_runs (namespace, hour, runs)
+    SELECT name, %(hour)s, 0 FROM quota ORDER BY name COLLATE "C"
+    ON CONFLICT (namespace, hour) DO UPDATE SET runs = namespace_runs.runs
+    RETURNING namespace, runs
+)
+SELECT l.namespace, q.max_runs_per_hour, l.runs FROM locked l JOIN quota q ON q.name = l.namespace
+
+-- name: namespace_runs_write
+UPDATE namespace_runs r SET runs = r.runs + v.taken
+FROM unnest(%(names)b::text[], %(taken)b::bigint[]) AS v(name, taken)
+WHERE r.namespace = v.name AND r.hour = %(hour)s

@@ -1,6 +1,7 @@
 -- name: namespace_list
 -- Every namespace with quotas, live jobs or active tokens (or only %(name)s, named or not),
--- with its live jobs and the attempts its jobs started since %(since)s.
+-- with its live jobs and the attempts its jobs started since %(since)s: for a namespace with an
+-- hourly quota, the count its claims keep for %(hour)s (what the quota is enforced on).
 WITH names AS (
     SELECT name FROM namespaces
     UNION SELECT namespace FROM jobs WHERE deleted_at IS NULL
@@ -9,8 +10,11 @@ WITH names AS (
 )
 SELECT n.name, q.max_jobs, q.max_runs_per_hour, q.max_payload_bytes,
        (SELECT count(*) FROM jobs j WHERE j.namespace = n.name AND j.deleted_at IS NULL) AS jobs,
-       (SELECT count(*) FROM attempts a JOIN jobs j ON j.id = a.job_id
-        WHERE j.namespace = n.name AND a.claimed_at >= %(since)s) AS runs
+       CASE WHEN q.max_runs_per_hour IS NOT NULL
+            THEN COALESCE((SELECT r.runs FROM namespace_runs r
+                           WHERE r.namespace = n.name AND r.hour = %(hour)s), 0)
+            ELSE (SELECT count(*) FROM attempts a JOIN jobs j ON j.id = a.job_id
+                  WHERE j.namespace = n.name AND a.claimed_at >= %(since)s) END AS runs
 FROM names n LEFT JOIN namespaces q ON q.name = n.name
 WHERE %(name)s::text IS NULL OR n.name = %(name)s::text
 ORDER BY n.name COLLATE "C"
@@ -22,3 +26,14 @@ VALUES (%(name)s, %(max_jobs)s, %(max_runs_per_hour)s, %(max_payload_bytes)s, %(
 ON CONFLICT (name) DO UPDATE SET max_jobs = excluded.max_jobs,
     max_runs_per_hour = excluded.max_runs_per_hour,
     max_payload_bytes = excluded.max_payload_bytes, updated_at = excluded.updated_at
+
+-- name: namespace_runs_seed
+-- A quota set (or set again) on runs per hour starts from the attempts the namespace's jobs
+-- started this hour; never below what claims have counted already.
+INSERT INTO namespace_runs (namespace, hour, runs)
+SELECT %(name)s::text, %(hour)s::timestamptz, count(*)
+FROM attempts a JOIN jobs j ON j.id = a.job_id
+WHERE j.namespace = %(name)s::text AND a.claimed_at >= %(hour)s::timestamptz
+  AND a.claimed_at < %(hour)s::timestamptz + interval '1 hour'
+ON CONFLICT (namespace, hour) DO UPDATE
+SET runs = GREATEST(namespace_runs.runs, excluded.runs)

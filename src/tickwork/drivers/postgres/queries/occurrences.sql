@@ -122,13 +122,17 @@ WHERE job_id = %(job_id)s AND state IN ('scheduled', 'queued', 'retrying', 'runn
 -- name: occurrence_next_due
 -- The same eligibility as occurrence_candidates, so a worker never wakes for what it cannot claim.
 SELECT min(o.due_at) AS due_at FROM occurrences o JOIN jobs j ON j.id = o.job_id
-WHERE o.queue = %s AND o.state IN ('scheduled', 'queued', 'retrying')
+WHERE o.queue = %(queue)s AND o.state IN ('scheduled', 'queued', 'retrying')
   AND NOT j.paused AND j.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused)
   AND NOT (COALESCE(o.overlap, j.overlap) = 'buffer_all' AND (
       EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
       OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (
           SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
+  AND (o.limited_at IS NULL OR j.namespace <> ALL (ARRAY(
+      SELECT nq.name FROM namespaces nq
+      LEFT JOIN namespace_runs nr ON nr.namespace = nq.name AND nr.hour = %(hour)s
+      WHERE nq.max_runs_per_hour IS NOT NULL AND COALESCE(nr.runs, 0) >= nq.max_runs_per_hour)))
 
 -- name: attempt_list
 SELECT * FROM attempts WHERE job_id = %s AND scheduled_at = %s ORDER BY number

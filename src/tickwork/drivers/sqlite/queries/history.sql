@@ -15,3 +15,7 @@ DELETE FROM occurrences WHERE job_id = ? AND scheduled_at = ?
 -- name: audit_prune
 DELETE FROM audit_log WHERE id IN (
     SELECT id FROM audit_log WHERE created_at < ? ORDER BY created_at, id LIMIT ?)
+
+-- name: namespace_runs_prune
+-- Hours of namespace runs wholly before the history kept: a claim only reads its own hour.
+DELETE FROM namespace_runs WHERE hour + 3600000000 <= ?

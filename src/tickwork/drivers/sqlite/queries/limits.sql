@@ -45,3 +45,13 @@ ORDER BY key
 
 -- name: key_limit_delete
 DELETE FROM limit_keys WHERE key = :key
+
+-- name: namespace_runs_read
+-- A namespace's hourly quota and the attempts its claims started in the hour (0: none yet).
+SELECT n.max_runs_per_hour, COALESCE(r.runs, 0) AS runs FROM namespaces n
+LEFT JOIN namespace_runs r ON r.namespace = n.name AND r.hour = ?
+WHERE n.name = ? AND n.max_runs_per_hour IS NOT NULL
+
+-- name: namespace_runs_write
+INSERT INTO namespace_runs (namespace, hour, runs) VALUES (?, ?, ?)
+ON CONFLICT (namespace, hour) DO UPDATE SET runs = runs + excluded.runs

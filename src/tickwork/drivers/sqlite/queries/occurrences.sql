@@ -11,18 +11,27 @@ SELECT * FROM occurrences WHERE job_id = ? AND scheduled_at = ?
 -- A buffer_all occurrence waits while its job runs or, if it never started itself, while a run
 -- of the job waits to retry (the policy's plan, claiming.py, decides the same). An occurrence's
 -- own overlap (a backfill's choice) stands in for its job's.
+-- A run its namespace's hourly quota already held (limited_at) is left out while the quota of
+-- the hour is used up: it cannot start, and would keep the runs of other namespaces behind it
+-- from being looked at. One not looked at yet still comes, so the claim notes it as held and
+-- the catch-up window spares it (drivers/limits.py).
 SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_next_run_at,
-       j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard
+       j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard,
+       j.namespace AS job_namespace
 FROM occurrences o JOIN jobs j ON j.id = o.job_id
-WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying') AND o.due_at <= ?
+WHERE o.queue = :queue AND o.state IN ('scheduled', 'queued', 'retrying') AND o.due_at <= :now
   AND j.paused = 0 AND j.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused = 1)
   AND NOT (COALESCE(o.overlap, j.overlap) = 'buffer_all' AND (
       EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
       OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (
           SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
+  AND (o.limited_at IS NULL OR j.namespace NOT IN (
+      SELECT nq.name FROM namespaces nq
+      LEFT JOIN namespace_runs nr ON nr.namespace = nq.name AND nr.hour = :hour
+      WHERE nq.max_runs_per_hour IS NOT NULL AND COALESCE(nr.runs, 0) >= nq.max_runs_per_hour))
 ORDER BY o.priority DESC, o.due_at
-LIMIT ?
+LIMIT :limit
 
 -- name: occurrence_mark
 UPDATE occurrences SET state = ?, finished_at = ?, updated_at = ?, last_error = ?
@@ -84,13 +93,17 @@ WHERE job_id = :job_id AND state = 'retrying'
 -- name: occurrence_next_due
 -- The same eligibility as occurrence_candidates, so a worker never wakes for what it cannot claim.
 SELECT MIN(o.due_at) FROM occurrences o JOIN jobs j ON j.id = o.job_id
-WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying')
+WHERE o.queue = :queue AND o.state IN ('scheduled', 'queued', 'retrying')
   AND j.paused = 0 AND j.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused = 1)
   AND NOT (COALESCE(o.overlap, j.overlap) = 'buffer_all' AND (
       EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
       OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (
           SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
+  AND (o.limited_at IS NULL OR j.namespace NOT IN (
+      SELECT nq.name FROM namespaces nq
+      LEFT JOIN namespace_runs nr ON nr.namespace = nq.name AND nr.hour = :hour
+      WHERE nq.max_runs_per_hour IS NOT NULL AND COALESCE(nr.runs, 0) >= nq.max_runs_per_hour))
 
 -- name: occurrence_insert_chained
 -- One run a chain triggered (drivers/chaining.py): insert-if-absent; no change means the
