@@ -174,7 +174,8 @@ class ClaimMethods:
             source: dict[str, Any] = by_key[key]
             job = Job(id=key[0], spec=specs[key], next_run_at=instant_or_none(
                 source["job_next_run_at"]), created_at=instant(source["job_created_at"]),
-                updated_at=instant(source["job_updated_at"]), shard=source["job_shard"])
+                updated_at=instant(source["job_updated_at"]), shard=source["job_shard"],
+                namespace=source["job_namespace"])
             claims.append((order[key], Claim(occurrence=occurrence_from_row(r), job=job,
                                              limited_at=instant_or_none(r["limited_at"]))))
         return [c for _, c in sorted(claims, key=lambda item: item[0])]

@@ -24,6 +24,11 @@ class PostgresNamespaceMethods:
                 "max_runs_per_hour": p.quotas.max_runs_per_hour,
                 "max_payload_bytes": p.quotas.max_payload_bytes, "now": p.now})
 
+    async def secret_names(self, namespace: str) -> set[str]:
+        async with self._pool.transaction() as conn:
+            rows = await fetch_all(conn, Q["secret_names"], (namespace,))
+        return {str(r["name"]) for r in rows}
+
 
 def _namespace(row: Row) -> n.NamespaceInfo:
     return n.NamespaceInfo(

@@ -135,7 +135,8 @@ class SqliteClaimMethods:
                   next_run_at=None if row["job_next_run_at"] is None
                   else from_us(row["job_next_run_at"]),
                   created_at=from_us(row["job_created_at"]),
-                  updated_at=from_us(row["job_updated_at"]), shard=row["job_shard"])
+                  updated_at=from_us(row["job_updated_at"]), shard=row["job_shard"],
+                  namespace=row["job_namespace"])
         occ = occurrence_from_row(row)
         occ = replace(occ, state=OccurrenceState.RUNNING, attempt=occ.attempt + 1,
                       lease_until=from_us(lease_until), worker=p.worker,

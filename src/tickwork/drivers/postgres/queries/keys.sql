@@ -9,6 +9,7 @@
 -- cheapest plan then, stayed the plan as the table grew (27 scans a second of 40,000 rows).
 SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_next_run_at,
        j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard,
+       j.namespace AS job_namespace,
        COALESCE(o.overlap, j.overlap) AS claim_overlap, j.paused AS job_paused, j.deleted_at IS NOT NULL AS job_deleted,
        EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused) AS queue_paused,
        (NOT %(server_clock)s OR o.due_at <= statement_timestamp()) AS server_due,

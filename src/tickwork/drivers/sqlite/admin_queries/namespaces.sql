@@ -22,3 +22,8 @@ VALUES (:name, :max_jobs, :max_runs_per_hour, :max_payload_bytes, :now, :now)
 ON CONFLICT (name) DO UPDATE SET max_jobs = excluded.max_jobs,
     max_runs_per_hour = excluded.max_runs_per_hour,
     max_payload_bytes = excluded.max_payload_bytes, updated_at = excluded.updated_at
+
+-- name: secret_names
+-- The names of the namespace's secrets: a job's references are checked in its own namespace
+-- when it is created or changed. Never a value.
+SELECT name FROM secrets WHERE namespace = ?

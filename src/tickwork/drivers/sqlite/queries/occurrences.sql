@@ -12,7 +12,8 @@ SELECT * FROM occurrences WHERE job_id = ? AND scheduled_at = ?
 -- of the job waits to retry (the policy's plan, claiming.py, decides the same). An occurrence's
 -- own overlap (a backfill's choice) stands in for its job's.
 SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_next_run_at,
-       j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard
+       j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard,
+       j.namespace AS job_namespace
 FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = ? AND o.state IN ('scheduled', 'queued', 'retrying') AND o.due_at <= ?
   AND j.paused = 0 AND j.deleted_at IS NULL
