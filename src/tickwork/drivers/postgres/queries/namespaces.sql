@@ -27,3 +27,7 @@ ON CONFLICT (name) DO UPDATE SET max_jobs = excluded.max_jobs,
 -- The names of the namespace's secrets: a job's references are checked in its own namespace
 -- when it is created or changed. Never a value.
 SELECT name FROM secrets WHERE namespace = %s
+
+-- name: namespace_quotas
+-- One namespace's quotas (no row: none set), for a creation on a caller's own connection.
+SELECT max_jobs, max_runs_per_hour, max_payload_bytes FROM namespaces WHERE name = %s
