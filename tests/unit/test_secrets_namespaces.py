@@ -10,9 +10,11 @@ CLI sets, lists and deletes secrets of one namespace and rotates them all.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import random
+import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from aiohttp import web
 from cryptography.fernet import Fernet
@@ -33,13 +36,16 @@ from tickwork.clock import FakeClock
 from tickwork.document import to_spec
 from tickwork.drivers import open_driver
 from tickwork.drivers.base import Completion, JobCreateManyParams, JobCreateParams
+from tickwork.drivers.postgres import store as postgres_store
 from tickwork.drivers.secrets import SecretStore
+from tickwork.drivers.sqlite import store as sqlite_store
 from tickwork.drivers.sqlite.secrets import SqliteSecretStore
 from tickwork.executors import ExecutorSettings, build_executors
 from tickwork.metrics import Metrics
 from tickwork.models import rfc3339
 from tickwork.scheduler.planner import Planner
 from tickwork.secrets import KEY_ENV, SecretKeyring, SecretResolver
+from tickwork.testing import postgres as pg
 from tickwork.testing.harness import START
 from tickwork.worker.pool import WorkerPool
 
@@ -262,3 +268,44 @@ def test_cli_namespace(env: str, monkeypatch: pytest.MonkeyPatch,
     err = cli(capsys, "secrets", "list", "--namespace", "Not Valid", code=2)
     assert "--namespace" in err
     assert "Traceback" not in err
+
+
+# --- the migration --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_secrets_set_before_namespaces_move_to_default(
+        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A database migrated up to the version before secrets had namespaces keeps its secrets,
+    in ``default``, once migrated on."""
+    module: Any = sqlite_store if backend == "sqlite" else postgres_store
+    last = 14 if backend == "sqlite" else 13
+    every = module.MIGRATIONS
+    monkeypatch.setattr(module, "MIGRATIONS", [m for m in every if m[0] < last])
+    with contextlib.ExitStack() as stack:
+        url = (f"sqlite:///{tmp_path}/old.db" if backend == "sqlite"
+               else stack.enter_context(pg.scratch_database()))
+        driver = open_driver(url)
+        try:
+            await driver.migrate()
+            insert = "INSERT INTO secrets (name, value, created_at, updated_at) VALUES "
+            if backend == "sqlite":
+                with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+                    conn.execute(insert + "('smtp', ?, 0, 0)", (b"old-ciphertext",))
+            else:
+                async with await psycopg.AsyncConnection.connect(url) as conn:
+                    await conn.execute(insert + "('smtp', %s, now(), now())",
+                                       (b"old-ciphertext",))
+            monkeypatch.setattr(module, "MIGRATIONS", every)
+            assert await driver.store.migrations_pending() == [last]
+            await driver.migrate()
+        finally:
+            await driver.close()
+        secrets = open_driver(url).secret_store()
+        try:
+            assert await secrets.secret_get("smtp") == b"old-ciphertext"
+            assert await secrets.secret_namespaces() == ["default"]
+            await secrets.secret_set("smtp", b"acme's", START, namespace="acme")
+            assert await secrets.secret_get("smtp") == b"old-ciphertext"
+        finally:
+            await secrets.close()
