@@ -6,6 +6,11 @@ looked up, decrypted and substituted only for the attempt that runs, and every v
 replaced by ``****`` in what the attempt returns (output and error), in every spelling
 ``mask`` knows.
 
+A secret belongs to a namespace, as a job does: a job's references are resolved in the job's
+namespace only (``resolve(payload, namespace=job.namespace)``), and checked there when it is
+created or changed. What the operator's settings name (``$secret:NAME``: an SMTP password, a
+broker URL, an endpoint's signing secret) is read from ``default``.
+
 Values are encrypted with Fernet. ``TICKWORK_SECRET_KEY`` holds one key, or several separated
 by commas while rotating: the first encrypts, all decrypt (MultiFernet).
 """
@@ -25,6 +30,7 @@ from urllib.parse import quote, quote_plus
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 from tickwork.drivers import Driver
+from tickwork.drivers.namespaces import DEFAULT_NAMESPACE
 from tickwork.drivers.secrets import MAX_SECRET_NAME, SecretNotFound, SecretStore
 from tickwork.errors import ConfigError, TickworkError, ValidationError
 
@@ -51,6 +57,7 @@ __all__ = [
     "is_reference",
     "mask",
     "mask_outcome_text",
+    "reference_paths",
     "resolver_for",
     "start_recording",
     "stop_recording",
@@ -116,6 +123,12 @@ def _collect(value: object, names: list[str]) -> None:
         for item in value:
             if isinstance(item, dict | list):
                 _collect(item, names)
+
+
+def reference_paths(value: object, root: str) -> list[tuple[str, str]]:
+    """``(field, name)`` for each reference, the field as errors name it (``payload.url``)."""
+    return [(path, item[REF_KEY]) for path, item in _walk(value, root)
+            if is_reference(item) and isinstance(item[REF_KEY], str)]
 
 
 def validate_references(payload: object) -> None:
@@ -280,19 +293,21 @@ class SecretResolver:
             self._keyring = SecretKeyring.from_env()
         return self._keyring
 
-    async def get(self, name: str) -> str:
-        """The plaintext of one secret (SecretNotFound, SecretsUnavailable). Recorded for
-        masking when called while an attempt runs."""
+    async def get(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> str:
+        """The plaintext of one secret of ``namespace`` (SecretNotFound, SecretsUnavailable).
+        Recorded for masking when called while an attempt runs."""
         keyring = self.keyring()
-        value = keyring.decrypt(name, await self.store.secret_get(name))
+        value = keyring.decrypt(name, await self.store.secret_get(name, namespace=namespace))
         used = _used.get()
         if used is not None:
             used.add(value)
         return value
 
-    async def resolve(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """A copy of ``payload`` with each ``{"$secret": name}`` replaced by its value."""
-        values = {name: await self.get(name) for name in find_references(payload)}
+    async def resolve(self, payload: dict[str, Any], *, namespace: str) -> dict[str, Any]:
+        """A copy of ``payload`` with each ``{"$secret": name}`` replaced by its value in
+        ``namespace`` (the job's own: never another's)."""
+        values = {name: await self.get(name, namespace=namespace)
+                  for name in find_references(payload)}
         resolved = _substitute(payload, values)
         assert isinstance(resolved, dict)
         return resolved

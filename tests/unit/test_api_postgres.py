@@ -118,7 +118,7 @@ async def test_a_job_secret_resolves_from_postgres(api: Api, postgres_url: str) 
         assert r.json()["payload"]["args"] == [{"$secret": "tok"}]  # the reference is kept
         job = await api.client.store.job_get("greeter")
         resolver = SecretResolver(secrets, keyring)
-        resolved = await resolver.resolve(job.spec.payload)
+        resolved = await resolver.resolve(job.spec.payload, namespace=job.namespace)
         assert resolved["args"] == [SECRET]
         executors = build_executors(ExecutorSettings(
             python_allowed_modules=("tickwork.testing",)), resolver)

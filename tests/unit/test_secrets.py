@@ -167,10 +167,11 @@ async def test_resolver(secret_store: SecretStore) -> None:
     await secret_store.secret_set("tok", keyring.encrypt(SECRET), NOW)
     resolver = SecretResolver(secret_store, keyring)
     payload = {"a": [{"$secret": "tok"}], "b": {"c": {"$secret": "tok"}}, "d": 1}
-    assert await resolver.resolve(payload) == {"a": [SECRET], "b": {"c": SECRET}, "d": 1}
+    assert await resolver.resolve(payload, namespace="default") == {
+        "a": [SECRET], "b": {"c": SECRET}, "d": 1}
     assert payload["a"] == [{"$secret": "tok"}]  # the stored payload is never changed
     with pytest.raises(SecretNotFound):
-        await resolver.resolve({"a": {"$secret": "missing"}})
+        await resolver.resolve({"a": {"$secret": "missing"}}, namespace="default")
 
 
 async def test_missing_secret_and_missing_store_are_fatal(secret_store: SecretStore) -> None:

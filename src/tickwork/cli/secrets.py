@@ -3,6 +3,10 @@
 Values are read from standard input or ``--value-file`` (never from an argument, which would
 land in shell history and process listings), encrypted with ``TICKWORK_SECRET_KEY`` and stored
 in the database. Jobs refer to them as ``{"$secret": "NAME"}``.
+
+A secret belongs to a namespace (``--namespace``, or ``TICKWORK_NAMESPACE``; ``default`` when
+neither is given): a job's references are resolved in the job's namespace only. ``rotate``
+re-encrypts the secrets of every namespace.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from pathlib import Path
 import click
 
 from tickwork.cli.common import settings_from
-from tickwork.cli.options import Group, Target, examples, json_flag, store_options
+from tickwork.cli.options import NAMESPACE_ENV, Group, Target, examples, json_flag, store_options
 from tickwork.cli.output import print_json, print_table
 from tickwork.document.render import when
 from tickwork.drivers import open_driver
+from tickwork.drivers.namespaces import DEFAULT_NAMESPACE, NAMESPACE_NAME, NAMESPACE_RULE
 from tickwork.drivers.secrets import SecretStore
 from tickwork.errors import ValidationError
 from tickwork.runtime.client import require_schema
@@ -26,17 +31,33 @@ from tickwork.secrets import MAX_SECRET_BYTES, SecretKeyring, check_name
 
 @click.group(cls=Group, epilog=examples(
     "tickwork secrets set SLACK_TOKEN < token.txt",
+    "tickwork secrets set SLACK_TOKEN --namespace acme < acme-token.txt",
     "tickwork secrets list",
     "tickwork secrets rotate   # after putting a new key first in TICKWORK_SECRET_KEY"))
 def secrets() -> None:
     """Store secrets jobs refer to (write-only).
 
-    Jobs refer to a secret as {"$secret": "NAME"}; no command prints a value. Values are
-    encrypted with TICKWORK_SECRET_KEY and stored in the database.
+    Jobs refer to a secret as {"$secret": "NAME"}, resolved in the job's own namespace; no
+    command prints a value. Values are encrypted with TICKWORK_SECRET_KEY and stored in the
+    database.
     """
 
 
 NAME = click.argument("name", metavar="NAME")
+
+
+def _checked_namespace(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    if value is None or value == "":
+        return DEFAULT_NAMESPACE
+    if NAMESPACE_NAME.fullmatch(value) is None:
+        raise ValidationError("--namespace", NAMESPACE_RULE)
+    return value
+
+
+NAMESPACE = click.option(
+    "--namespace", metavar="NAME", envvar=NAMESPACE_ENV, show_envvar=True,
+    callback=_checked_namespace, help="the namespace the secret belongs to (default: "
+    "'default'); jobs of that namespace only can use it")
 
 
 @secrets.command("set", epilog=examples(
@@ -45,8 +66,9 @@ NAME = click.argument("name", metavar="NAME")
 @NAME
 @click.option("--value-file", metavar="FILE",
               help="read the value from FILE instead of standard input")
+@NAMESPACE
 @store_options()
-async def set_secret(target: Target, name: str, value_file: str | None) -> int:
+async def set_secret(target: Target, name: str, value_file: str | None, namespace: str) -> int:
     """Create or replace secret NAME (A-Z a-z 0-9 _ . -).
 
     The value comes from standard input or --value-file, never from an argument, which
@@ -57,21 +79,22 @@ async def set_secret(target: Target, name: str, value_file: str | None) -> int:
     ciphertext = keyring.encrypt(read_value(value_file))
     store = await _open(target, create=True)
     try:
-        await store.secret_set(checked, ciphertext, datetime.now(UTC))
+        await store.secret_set(checked, ciphertext, datetime.now(UTC), namespace=namespace)
     finally:
         await store.close()
-    print(f"secret {checked} set")
+    print(f"secret {checked} set{_in(namespace)}")
     return 0
 
 
 @secrets.command("list", epilog=examples("tickwork secrets list", "tickwork secrets list --json"))
 @json_flag()
+@NAMESPACE
 @store_options()
-async def list_secrets(target: Target, as_json: bool) -> int:
-    """List secrets by name, with when each was last set (never their values)."""
+async def list_secrets(target: Target, as_json: bool, namespace: str) -> int:
+    """List a namespace's secrets by name, with when each was last set (never their values)."""
     store = await _open(target)
     try:
-        found = await store.secret_list()
+        found = await store.secret_list(namespace=namespace)
     finally:
         await store.close()
     if as_json:
@@ -83,16 +106,17 @@ async def list_secrets(target: Target, as_json: bool) -> int:
 
 @secrets.command("delete", epilog=examples("tickwork secrets delete SLACK_TOKEN"))
 @NAME
+@NAMESPACE
 @store_options()
-async def delete_secret(target: Target, name: str) -> int:
+async def delete_secret(target: Target, name: str, namespace: str) -> int:
     """Delete secret NAME; jobs that refer to it fail until it is set again."""
     checked = check_name(name, "NAME")
     store = await _open(target)
     try:
-        await store.secret_delete(checked)
+        await store.secret_delete(checked, namespace=namespace)
     finally:
         await store.close()
-    print(f"secret {checked} deleted")
+    print(f"secret {checked} deleted{_in(namespace)}")
     return 0
 
 
@@ -100,21 +124,25 @@ async def delete_secret(target: Target, name: str) -> int:
     "TICKWORK_SECRET_KEY=NEW_KEY,OLD_KEY tickwork secrets rotate"))
 @store_options()
 async def rotate_secrets(target: Target) -> int:
-    """Re-encrypt every secret with the first key of TICKWORK_SECRET_KEY.
+    """Re-encrypt every secret, of every namespace, with the first key of TICKWORK_SECRET_KEY.
 
     Put the new key first and keep the old ones after it until this has run.
     """
     keyring = SecretKeyring.from_env()
     store = await _open(target)
+    done = 0
     try:
-        names = [name for name, _ in await store.secret_list()]
-        for name in names:
-            token = await store.secret_get(name)
-            keyring.decrypt(name, token)  # a clear error naming the secret a key cannot read
-            await store.secret_set(name, keyring.rotate(token), datetime.now(UTC))
+        for namespace in await store.secret_namespaces():
+            for name, _ in await store.secret_list(namespace=namespace):
+                token = await store.secret_get(name, namespace=namespace)
+                # A clear error naming the secret a key cannot read.
+                keyring.decrypt(f"{name}{_in(namespace)}", token)
+                await store.secret_set(name, keyring.rotate(token), datetime.now(UTC),
+                                       namespace=namespace)
+                done += 1
     finally:
         await store.close()
-    print(f"re-encrypted {len(names)} secret(s) with the first key")
+    print(f"re-encrypted {done} secret(s) with the first key")
     return 0
 
 
@@ -140,6 +168,10 @@ def read_value(value_file: str | None) -> str:
     if not text:
         raise ValidationError(where, "the value is empty")
     return text
+
+
+def _in(namespace: str) -> str:
+    return "" if namespace == DEFAULT_NAMESPACE else f" in namespace {namespace}"
 
 
 async def _open(target: Target, *, create: bool = False) -> SecretStore:

@@ -32,6 +32,7 @@ from tickwork.client.namespaces import NamespaceMethods, check_namespace
 from tickwork.client.oneoff import EnqueueMethods
 from tickwork.client.queues import QueueMethods
 from tickwork.client.quotas import CreateGuard, check_run_quota, namespace_info
+from tickwork.client.references import check_secrets, secret_check
 from tickwork.client.runs import RunMethods
 from tickwork.clock import Clock, SystemClock
 from tickwork.document import (
@@ -263,6 +264,7 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
         now = self.clock.now()
         guard = CreateGuard(await namespace_info(self.admin, self.home, now))
         guard.check(spec)
+        await check_secrets(spec, self.home, self.admin.secret_names)
         if spec.chained:
             await check_chains([("", spec)], self._spec_named)
         job_id = uuid.uuid4().hex if spec.schedule.offset_auto else None
@@ -286,11 +288,13 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
         now = self.clock.now()
         calendars = await self.calendar_map()
         guard = CreateGuard(await namespace_info(self.admin, self.home, now))
+        secrets = await secret_check(self.home, self.admin.secret_names)
 
         def check(spec: JobSpec) -> None:
             self._check(spec)
             check_calendars(spec, calendars)
             guard.check(spec)
+            secrets.check(spec)
 
         specs: Iterable[JobSpec]
         docs = jobs if isinstance(jobs, Sequence) else list(jobs)
@@ -385,6 +389,8 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
             guard = CreateGuard(await namespace_info(self.admin, current.namespace, now))
             guard.info = replace(guard.info, jobs=guard.info.jobs - 1)  # this one is counted
             guard.check(spec)
+        if (spec.payload, spec.alerts) != (current.spec.payload, current.spec.alerts):
+            await check_secrets(spec, current.namespace, self.admin.secret_names)
         next_run = current.next_run_at
         if spec.schedule != current.spec.schedule:
             next_run = await self._first_run(spec, now, current.id)

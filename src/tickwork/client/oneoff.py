@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from tickwork.client.quotas import CreateGuard, namespace_info
+from tickwork.client.references import check_many
 from tickwork.clock import Clock
 from tickwork.document import BulkParser
 from tickwork.document.enqueue import EnqueueRequest, enqueued_run, parse_enqueue
@@ -137,6 +138,8 @@ class EnqueueMethods:
         parsed = parse_requests(docs, now, check, indexed=indexed)
         if not parsed:
             return []
+        await check_many([r.spec for r in parsed], space, self.admin.secret_names,
+                         indexed=indexed)
         done = await self.store.job_enqueue(enqueue_params(parsed, now, self._who(actor),
                                                            space))
         self._changed()

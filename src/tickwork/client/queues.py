@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 class QueueMethods:
     clock: Clock
+    namespace: str | None
 
     if TYPE_CHECKING:  # AsyncClient's
         @property
@@ -34,7 +35,10 @@ class QueueMethods:
     # -- queues and stats --------------------------------------------------------------------
 
     async def list_queues(self) -> list[QueueInfo]:
-        return await self.admin.queue_list(QueueListParams(now=self.clock.now()))
+        """Every queue (they are shared); its counts are of this client's namespace's jobs
+        when it sees one namespace, else of the whole store."""
+        return await self.admin.queue_list(QueueListParams(now=self.clock.now(),
+                                                           namespace=self.namespace))
 
     async def pause_queue(self, name: str) -> QueueInfo:
         """Stop claims from this queue (running attempts finish); planning goes on."""
@@ -82,5 +86,7 @@ class QueueMethods:
         self._changed()
 
     async def stats(self, window_seconds: int = 3600) -> Stats:
+        """The counts of this client's namespace when it sees one, else of the whole store."""
         return await self.admin.stats_get(
-            StatsParams(now=self.clock.now(), window_seconds=window_seconds))
+            StatsParams(now=self.clock.now(), window_seconds=window_seconds,
+                        namespace=self.namespace))

@@ -58,6 +58,9 @@ class QueueInfo:
 @dataclass(frozen=True, slots=True)
 class QueueListParams:
     now: datetime
+    # The counts (waiting, due, running) of this namespace's jobs only; None: the whole store.
+    # Queues are shared, so every queue is listed either way.
+    namespace: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,7 @@ class MinutePoint:
 class StatsParams:
     now: datetime
     window_seconds: int = 3600  # the per-minute series covers this much, up to now
+    namespace: str | None = None  # this namespace's jobs and their runs only; None: the store
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,6 +48,9 @@ class AlertDelivery:
     created_at: datetime
     finished_at: datetime | None = None
     last_error: str | None = None
+    # The namespace of the alert's job, where its channels' secrets resolve (set by
+    # delivery_claim; "" when the job is gone, where no secret resolves).
+    namespace: str = "default"
 
 
 @dataclass(frozen=True, slots=True)

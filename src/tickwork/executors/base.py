@@ -70,6 +70,8 @@ class ExecutionContext:
     trace_headers: Mapping[str, str] = field(default_factory=dict)
     # For a run a chain triggered: the run of the other job whose end triggered it.
     upstream: Upstream | None = None
+    # The job's namespace: its payload's secret references are resolved there, and only there.
+    namespace: str = "default"
 
 
 class ThreadRunsOn(asyncio.CancelledError):

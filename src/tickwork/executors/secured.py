@@ -1,10 +1,11 @@
 """The wrapper every executor runs in: secrets resolved before, masked after.
 
-``SecuredExecutor`` replaces each ``{"$secret": name}`` of the payload with its value for this
-attempt only (the stored job keeps the reference), runs the real executor, then replaces every
-secret value used (from the payload or looked up by the executor itself) with ``****`` in the
-outcome's output and error. An exception from the executor becomes a retriable Fail whose text
-is masked the same way, so no secret reaches the store, the logs or the API.
+``SecuredExecutor`` replaces each ``{"$secret": name}`` of the payload with its value in the
+job's namespace (``ctx.namespace``; never another's) for this attempt only (the stored job
+keeps the reference), runs the real executor, then replaces every secret value used (from the
+payload or looked up by the executor itself) with ``****`` in the outcome's output and error.
+An exception from the executor becomes a retriable Fail whose text is masked the same way, so
+no secret reaches the store, the logs or the API.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class SecuredExecutor:
         if self.secrets is None:
             return Fail(NO_SECRETS.format(names=", ".join(names)), retriable=False)
         try:
-            payload = await self.secrets.resolve(ctx.payload)
+            payload = await self.secrets.resolve(ctx.payload, namespace=ctx.namespace)
         except SecretNotFound as exc:
             return Fail(f"payload: {exc}", retriable=False)
         except SecretsUnavailable as exc:

@@ -81,7 +81,7 @@ class AlertDeliverer(Loop):
             payload=json.loads(d.payload), scheduled_at=d.created_at, attempt=d.attempts,
             max_attempts=self.max_attempts, idempotency_key=f"alert:{d.id}",
             deadline=now + timedelta(seconds=self.timeout_seconds),
-            timeout_seconds=self.timeout_seconds)
+            timeout_seconds=self.timeout_seconds, namespace=d.namespace)
         try:
             # The executors keep to the context's timeout; this bounds anything else.
             outcome = await asyncio.wait_for(executor.execute(ctx), self.timeout_seconds + 1)

@@ -276,7 +276,7 @@ class WorkerPool:
             max_attempts=job.spec.retry.max_attempts, idempotency_key=occ.idempotency_key,
             deadline=started + timedelta(seconds=timeout), timeout_seconds=timeout,
             trace_headers={} if span is None else span.headers,
-            upstream=occ.upstream,
+            upstream=occ.upstream, namespace=job.namespace,
         )
         try:
             result = await self._run_with_timeout(ctx)

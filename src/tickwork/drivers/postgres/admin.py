@@ -50,7 +50,8 @@ class PostgresAdmin(PostgresNamespaceMethods):
 
     async def queue_list(self, p: a.QueueListParams) -> list[a.QueueInfo]:
         async with self._pool.transaction() as conn:
-            rows = await fetch_all(conn, Q["queue_list"], {"now": p.now, "name": None})
+            rows = await fetch_all(conn, Q["queue_list"], {"now": p.now, "name": None,
+                                                           "namespace": p.namespace})
         return [_queue(r, p.now) for r in rows]
 
     async def queue_set_paused(self, p: a.QueueSetPausedParams) -> a.QueueInfo:
@@ -58,7 +59,8 @@ class PostgresAdmin(PostgresNamespaceMethods):
             await conn.execute(Q["queue_set_paused"], (p.name, p.paused, p.now))
             if not p.paused:  # workers of other processes wake for what is due (at commit)
                 await conn.execute(Q["notify_queues"], ([p.name],))
-            row = await fetch_one(conn, Q["queue_list"], {"now": p.now, "name": p.name})
+            row = await fetch_one(conn, Q["queue_list"], {"now": p.now, "name": p.name,
+                                                          "namespace": None})
         assert row is not None  # the queue has a row now
         return _queue(row, p.now)
 
@@ -92,15 +94,16 @@ class PostgresAdmin(PostgresNamespaceMethods):
         last = (p.now - EPOCH) // MINUTE
         first = last - minutes + 1
         since = EPOCH + first * MINUTE
+        args = {"since": since, "namespace": p.namespace}
         async with self._pool.transaction() as conn:
-            jobs = await fetch_one(conn, Q["stats_jobs"])
-            states = {r["state"]: r["n"] for r in await fetch_all(conn, Q["stats_states"])}
+            jobs = await fetch_one(conn, Q["stats_jobs"], args)
+            states = {r["state"]: r["n"] for r in await fetch_all(conn, Q["stats_states"], args)}
             outcomes = {r["outcome"] or "unknown": r["n"]
-                        for r in await fetch_all(conn, Q["stats_outcomes"], (since,))}
+                        for r in await fetch_all(conn, Q["stats_outcomes"], args)}
             finished = {r["minute"]: r["n"] for r in await fetch_all(
-                conn, Q["stats_finished_per_minute"], (since,))}
+                conn, Q["stats_finished_per_minute"], args)}
             late = {r["minute"]: (r["avg_s"], r["max_s"]) for r in await fetch_all(
-                conn, Q["stats_lateness_per_minute"], {"since": since})}
+                conn, Q["stats_lateness_per_minute"], args)}
         assert jobs is not None
         points = []
         for minute in range(first, last + 1):

@@ -28,8 +28,8 @@ def _pairs(text: str) -> list[tuple[datetime, str]]:
     return [(instant(datetime.fromisoformat(at)), state) for at, state in json.loads(text)]
 
 
-def _delivery(row: Any) -> a.AlertDelivery:
-    return a.AlertDelivery(
+def _delivery(row: Any, namespace: str = "default") -> a.AlertDelivery:
+    return a.AlertDelivery(namespace=namespace,
         id=row["id"], alert_id=row["alert_id"], event=row["event"], channel=row["channel"],
         kind=row["kind"], payload=row["payload"], state=row["state"], attempts=row["attempts"],
         next_attempt_at=instant(row["next_attempt_at"]), created_at=instant(row["created_at"]),
@@ -125,7 +125,7 @@ class AlertMethods:
             rows = await fetch_all(conn, Q["delivery_claim"], {
                 "now": p.now, "limit": p.limit,
                 "until": p.now + timedelta(seconds=p.lease_seconds)})
-        return sorted((_delivery(r) for r in rows),
+        return sorted((_delivery(r, r["job_namespace"]) for r in rows),
                       key=lambda d: (d.created_at, d.alert_id, d.event, d.channel))
 
     async def delivery_finish(self, p: a.DeliveryFinishParams) -> bool:

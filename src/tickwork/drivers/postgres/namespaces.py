@@ -28,6 +28,11 @@ class PostgresNamespaceMethods:
                 await conn.execute(Q["namespace_runs_seed"], {"name": p.name,
                                                               "hour": hour_start(p.now)})
 
+    async def secret_names(self, namespace: str) -> set[str]:
+        async with self._pool.transaction() as conn:
+            rows = await fetch_all(conn, Q["secret_names"], (namespace,))
+        return {str(r["name"]) for r in rows}
+
 
 def _namespace(row: Row) -> n.NamespaceInfo:
     return n.NamespaceInfo(

@@ -2,7 +2,7 @@
 
 It keeps a small pool of its own (opened on first use, so a worker whose jobs use no secrets
 never connects for them); whoever opens it calls ``close()``. The table comes from the store's
-migration 002; run ``PostgresStore.migrate()`` first.
+migrations (002, keyed by namespace since 013); run ``PostgresStore.migrate()`` first.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from datetime import datetime
 import psycopg
 
 from tickwork.drivers import safe_url
+from tickwork.drivers.namespaces import DEFAULT_NAMESPACE
 from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
 from tickwork.drivers.postgres.rows import instant
 from tickwork.drivers.secrets import SecretNotFound
@@ -27,29 +28,36 @@ class PostgresSecretStore:
         self.url = url
         self._pool = Pool(url, min_size=0, max_size=max_pool_size)
 
-    async def secret_set(self, name: str, ciphertext: bytes, now: datetime) -> None:
+    async def secret_set(self, name: str, ciphertext: bytes, now: datetime, *,
+                         namespace: str = DEFAULT_NAMESPACE) -> None:
         async with self._transaction() as conn:
-            await conn.execute(Q["secret_upsert"], {"name": name, "value": ciphertext,
-                                                    "now": now})
+            await conn.execute(Q["secret_upsert"], {"namespace": namespace, "name": name,
+                                                    "value": ciphertext, "now": now})
 
-    async def secret_get(self, name: str) -> bytes:
+    async def secret_get(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> bytes:
         async with self._transaction() as conn:
-            row = await fetch_one(conn, Q["secret_get"], (name,))
+            row = await fetch_one(conn, Q["secret_get"], (namespace, name))
         if row is None:
-            raise SecretNotFound(name)
+            raise SecretNotFound(name, namespace)
         return bytes(row["value"])
 
-    async def secret_list(self) -> list[tuple[str, datetime]]:
+    async def secret_list(self, *, namespace: str = DEFAULT_NAMESPACE
+                          ) -> list[tuple[str, datetime]]:
         async with self._transaction() as conn:
-            rows = await fetch_all(conn, Q["secret_list"])
+            rows = await fetch_all(conn, Q["secret_list"], (namespace,))
         return [(str(r["name"]), instant(r["updated_at"])) for r in rows]
 
-    async def secret_delete(self, name: str) -> None:
+    async def secret_namespaces(self) -> list[str]:
         async with self._transaction() as conn:
-            cur = await conn.execute(Q["secret_delete"], (name,))
+            rows = await fetch_all(conn, Q["secret_namespaces"])
+        return [str(r["namespace"]) for r in rows]
+
+    async def secret_delete(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
+        async with self._transaction() as conn:
+            cur = await conn.execute(Q["secret_delete"], (namespace, name))
             deleted = cur.rowcount
         if not deleted:
-            raise SecretNotFound(name)
+            raise SecretNotFound(name, namespace)
 
     async def close(self) -> None:
         await self._pool.close()

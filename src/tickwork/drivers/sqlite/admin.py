@@ -49,7 +49,8 @@ class SqliteAdmin(SqliteNamespaceMethods):
 
     async def queue_list(self, p: a.QueueListParams) -> list[a.QueueInfo]:
         def run(conn: sqlite3.Connection) -> list[a.QueueInfo]:
-            rows = conn.execute(Q["queue_list"], {"now": to_us(p.now), "name": None})
+            rows = conn.execute(Q["queue_list"], {"now": to_us(p.now), "name": None,
+                                                  "namespace": p.namespace})
             return [_queue(r, p.now) for r in rows]
 
         return await self._conn.run(run)
@@ -59,7 +60,8 @@ class SqliteAdmin(SqliteNamespaceMethods):
             now = to_us(p.now)
             with write_transaction(conn):
                 conn.execute(Q["queue_set_paused"], (p.name, int(p.paused), now))
-            row = conn.execute(Q["queue_list"], {"now": now, "name": p.name}).fetchone()
+            row = conn.execute(Q["queue_list"], {"now": now, "name": p.name,
+                                                 "namespace": None}).fetchone()
             return _queue(row, p.now)
 
         return await self._conn.run(run)
@@ -106,15 +108,17 @@ class SqliteAdmin(SqliteNamespaceMethods):
         first = last - minutes + 1
         since = first * MINUTE_US
 
+        args = {"since": since, "namespace": p.namespace}
+
         def run(conn: sqlite3.Connection) -> a.Stats:
-            jobs = conn.execute(Q["stats_jobs"]).fetchone()
-            states = {r["state"]: r["n"] for r in conn.execute(Q["stats_states"])}
+            jobs = conn.execute(Q["stats_jobs"], args).fetchone()
+            states = {r["state"]: r["n"] for r in conn.execute(Q["stats_states"], args)}
             outcomes = {r["outcome"] or "unknown": r["n"]
-                        for r in conn.execute(Q["stats_outcomes"], (since,))}
+                        for r in conn.execute(Q["stats_outcomes"], args)}
             finished = {r["minute"]: r["n"]
-                        for r in conn.execute(Q["stats_finished_per_minute"], (since,))}
+                        for r in conn.execute(Q["stats_finished_per_minute"], args)}
             late = {r["minute"]: (r["avg_us"], r["max_us"])
-                    for r in conn.execute(Q["stats_lateness_per_minute"], (since, since))}
+                    for r in conn.execute(Q["stats_lateness_per_minute"], args)}
             points = []
             for minute in range(first, last + 1):
                 avg_us, max_us = late.get(minute, (None, None))

@@ -17,8 +17,8 @@ from tickwork.models import Job
 Q = load_queries("tickwork.drivers.sqlite")
 
 
-def _delivery(row: sqlite3.Row) -> a.AlertDelivery:
-    return a.AlertDelivery(
+def _delivery(row: sqlite3.Row, namespace: str = "default") -> a.AlertDelivery:
+    return a.AlertDelivery(namespace=namespace,
         id=row["id"], alert_id=row["alert_id"], event=row["event"], channel=row["channel"],
         kind=row["kind"], payload=row["payload"], state=row["state"], attempts=row["attempts"],
         next_attempt_at=from_us(row["next_attempt_at"]), created_at=from_us(row["created_at"]),
@@ -126,8 +126,8 @@ class SqliteAlertMethods:
                 rows = conn.execute(Q["delivery_due"], (to_us(p.now), p.limit)).fetchall()
                 until = to_us(p.now + timedelta(seconds=p.lease_seconds))
                 conn.executemany(Q["delivery_take"], [(until, r["id"]) for r in rows])
-                return [_delivery(conn.execute("SELECT * FROM alert_deliveries WHERE id = ?",
-                                               (r["id"],)).fetchone()) for r in rows]
+                taken = [conn.execute(Q["delivery_taken"], (r["id"],)).fetchone() for r in rows]
+                return [_delivery(r, r["job_namespace"]) for r in taken]
 
         return await self._conn.run(run)
 

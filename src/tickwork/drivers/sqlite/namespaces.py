@@ -39,6 +39,12 @@ class SqliteNamespaceMethods:
 
         await self._conn.run(run)
 
+    async def secret_names(self, namespace: str) -> set[str]:
+        def run(conn: sqlite3.Connection) -> set[str]:
+            return {str(r["name"]) for r in conn.execute(Q["secret_names"], (namespace,))}
+
+        return await self._conn.run(run)
+
 
 def _namespace(row: sqlite3.Row) -> n.NamespaceInfo:
     return n.NamespaceInfo(

@@ -2,7 +2,7 @@
 
 Each call opens a short-lived connection on a worker thread (WAL lets it sit beside the
 store's), so there is nothing to keep open or to close. The table comes from the store's
-migration 002; run ``SqliteStore.migrate()`` first.
+migrations (002, keyed by namespace since 014); run ``SqliteStore.migrate()`` first.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TypeVar
 
+from tickwork.drivers.namespaces import DEFAULT_NAMESPACE
 from tickwork.drivers.secrets import SecretNotFound
 from tickwork.drivers.sqlite.connection import path_from_url, write_transaction
 from tickwork.drivers.sqlite.rows import from_us, to_us
@@ -22,8 +23,8 @@ T = TypeVar("T")
 BUSY_TIMEOUT_MS = 10_000
 
 UPSERT = """
-INSERT INTO secrets (name, value, created_at, updated_at) VALUES (?, ?, ?, ?)
-ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+INSERT INTO secrets (namespace, name, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (namespace, name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
 """
 
 
@@ -35,37 +36,49 @@ class SqliteSecretStore:
         if self.path == ":memory:":
             raise StoreError("secrets need a database file; sqlite://:memory: cannot hold them")
 
-    async def secret_set(self, name: str, ciphertext: bytes, now: datetime) -> None:
+    async def secret_set(self, name: str, ciphertext: bytes, now: datetime, *,
+                         namespace: str = DEFAULT_NAMESPACE) -> None:
         def run(conn: sqlite3.Connection) -> None:
             with write_transaction(conn):
-                conn.execute(UPSERT, (name, ciphertext, to_us(now), to_us(now)))
+                conn.execute(UPSERT, (namespace, name, ciphertext, to_us(now), to_us(now)))
 
         await self._run(run)
 
-    async def secret_get(self, name: str) -> bytes:
+    async def secret_get(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> bytes:
         def run(conn: sqlite3.Connection) -> bytes | None:
-            row = conn.execute("SELECT value FROM secrets WHERE name = ?", (name,)).fetchone()
+            row = conn.execute("SELECT value FROM secrets WHERE namespace = ? AND name = ?",
+                               (namespace, name)).fetchone()
             return None if row is None else bytes(row[0])
 
         value = await self._run(run)
         if value is None:
-            raise SecretNotFound(name)
+            raise SecretNotFound(name, namespace)
         return value
 
-    async def secret_list(self) -> list[tuple[str, datetime]]:
+    async def secret_list(self, *, namespace: str = DEFAULT_NAMESPACE
+                          ) -> list[tuple[str, datetime]]:
         def run(conn: sqlite3.Connection) -> list[tuple[str, datetime]]:
-            rows = conn.execute("SELECT name, updated_at FROM secrets ORDER BY name")
+            rows = conn.execute("SELECT name, updated_at FROM secrets WHERE namespace = ? "
+                                "ORDER BY name", (namespace,))
             return [(str(name), from_us(updated)) for name, updated in rows]
 
         return await self._run(run)
 
-    async def secret_delete(self, name: str) -> None:
+    async def secret_namespaces(self) -> list[str]:
+        def run(conn: sqlite3.Connection) -> list[str]:
+            rows = conn.execute("SELECT DISTINCT namespace FROM secrets ORDER BY namespace")
+            return [str(namespace) for (namespace,) in rows]
+
+        return await self._run(run)
+
+    async def secret_delete(self, name: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
         def run(conn: sqlite3.Connection) -> int:
             with write_transaction(conn):
-                return conn.execute("DELETE FROM secrets WHERE name = ?", (name,)).rowcount
+                return conn.execute("DELETE FROM secrets WHERE namespace = ? AND name = ?",
+                                    (namespace, name)).rowcount
 
         if not await self._run(run):
-            raise SecretNotFound(name)
+            raise SecretNotFound(name, namespace)
 
     async def close(self) -> None:
         """Nothing is kept open."""

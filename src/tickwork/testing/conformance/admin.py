@@ -9,6 +9,7 @@ Tests build their instants from ``factories.NOW``; none reads a clock or sleeps.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
@@ -38,6 +39,8 @@ from tickwork.testing.factories import (
     claim_one,
     complete,
     completion,
+    create_params,
+    job_spec,
     seconds,
 )
 
@@ -168,6 +171,39 @@ class AdminConformance:
         assert stats.attempts_by_outcome == {}
         assert all(p.finished == 0 and p.lateness_avg_seconds is None for p in stats.per_minute)
         assert stats.occurrences_by_state == {"succeeded": 2, "dead": 1, "scheduled": 1}
+
+    async def test_stats_and_queue_counts_of_one_namespace(
+            self, store: Store, admin: AdminStore) -> None:
+        await _history(store)  # in default
+        other = await store.job_create(replace(create_params(job_spec("o")), namespace="other"))
+        await add_occurrences(store, other, NOW + seconds(3000), NOW + seconds(3060))
+        now = NOW + seconds(1800)
+        mine = await admin.stats_get(StatsParams(now=now, namespace="default"))
+        assert (mine.jobs, mine.jobs_paused) == (2, 1)
+        assert mine.occurrences_by_state == {"succeeded": 2, "dead": 1, "scheduled": 1}
+        assert mine.attempts_by_outcome == {"succeeded": 2, "failed": 1}
+        assert sum(p.finished for p in mine.per_minute) == 3
+        assert mine.per_minute == (await admin.stats_get(StatsParams(now=now))).per_minute
+        theirs = await admin.stats_get(StatsParams(now=now, namespace="other"))
+        assert (theirs.jobs, theirs.jobs_paused) == (1, 0)
+        assert theirs.occurrences_by_state == {"scheduled": 2}
+        assert theirs.attempts_by_outcome == {}
+        assert all(p.finished == 0 and p.lateness_avg_seconds is None
+                   for p in theirs.per_minute)
+        every = await admin.stats_get(StatsParams(now=now))
+        assert (every.jobs, every.occurrences_by_state) == (
+            3, {"succeeded": 2, "dead": 1, "scheduled": 3})
+
+        later = NOW + seconds(3030)  # default's 3000 and other's 3000 are due, 3060 is not
+
+        async def counts(namespace: str | None) -> list[tuple[str, int, int, int]]:
+            return [(q.name, q.waiting, q.due, q.running) for q in await admin.queue_list(
+                QueueListParams(now=later, namespace=namespace))]
+
+        assert await counts("default") == [("default", 1, 1, 0)]
+        assert await counts("other") == [("default", 2, 1, 0)]
+        assert await counts("nobody") == [("default", 0, 0, 0)]  # queues are shared
+        assert await counts(None) == [("default", 3, 2, 0)]
 
     async def test_job_status(self, store: Store, admin: AdminStore) -> None:
         job = await _history(store)

@@ -7,6 +7,7 @@ fresh, migrated store of its own. Instants come from ``factories.NOW``.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from tickwork.drivers.alerts import (
     DELIVERED,
@@ -32,6 +33,8 @@ from tickwork.testing.factories import (
     claim_one,
     complete,
     completion,
+    create_params,
+    job_spec,
     seconds,
 )
 
@@ -156,3 +159,15 @@ class AlertConformance:
         assert watched[0].spec.alerts == ALERTS
         every = await store.alert_jobs(AlertJobsParams(every_job=True))
         assert sorted(j.spec.name for j in every) == ["plain", "watched"]
+
+    async def test_a_delivery_carries_its_jobs_namespace(self, store: Store) -> None:
+        """The channels' secrets resolve in the job's namespace; "" once the job is gone."""
+        job = await store.job_create(replace(create_params(job_spec("j")), namespace="acme"))
+        of_job = await store.alert_fire(_fire(job.id))
+        gone = await store.alert_fire(_fire("gone"))
+        assert of_job is not None
+        assert gone is not None
+        taken = await store.delivery_claim(DeliveryClaimParams(now=NOW, lease_seconds=60))
+        namespaces = {(d.alert_id, d.channel): d.namespace for d in taken}
+        assert namespaces == {(of_job.id, 0): "acme", (of_job.id, 1): "acme",
+                              (gone.id, 0): "", (gone.id, 1): ""}

@@ -43,3 +43,26 @@ class SecretStoreConformance:
         with pytest.raises(SecretNotFound) as info:
             await secret_store.secret_get("A")
         assert isinstance(info.value, LookupError)
+
+    async def test_a_secret_belongs_to_one_namespace(self, secret_store: SecretStore) -> None:
+        await secret_store.secret_set("tok", b"of-a", NOW, namespace="a")
+        await secret_store.secret_set("tok", b"of-b", NOW + seconds(1), namespace="b")
+        await secret_store.secret_set("only-b", b"b", NOW, namespace="b")
+        assert await secret_store.secret_get("tok", namespace="a") == b"of-a"
+        assert await secret_store.secret_get("tok", namespace="b") == b"of-b"
+        with pytest.raises(SecretNotFound) as info:
+            await secret_store.secret_get("only-b", namespace="a")
+        assert str(info.value).startswith("no secret 'only-b' in namespace 'a'")
+        assert "'b'" not in str(info.value)  # nothing said of the namespace that has one
+        with pytest.raises(SecretNotFound):
+            await secret_store.secret_get("tok")  # default has none
+        assert [n for n, _ in await secret_store.secret_list(namespace="a")] == ["tok"]
+        assert [n for n, _ in await secret_store.secret_list(namespace="b")] == [
+            "only-b", "tok"]
+        assert await secret_store.secret_list() == []
+        assert await secret_store.secret_namespaces() == ["a", "b"]
+        with pytest.raises(SecretNotFound):
+            await secret_store.secret_delete("only-b", namespace="a")
+        await secret_store.secret_delete("tok", namespace="a")
+        assert await secret_store.secret_get("tok", namespace="b") == b"of-b"
+        assert await secret_store.secret_namespaces() == ["b"]

@@ -7,6 +7,7 @@ SELECT 1 AS ok
 
 -- name: queue_list
 -- Every queue with jobs, unfinished occurrences or a pause row; %(name)s = one queue or NULL.
+-- With a namespace, the counts are of that namespace's jobs' occurrences (queues are shared).
 WITH counts AS (
     SELECT queue AS name,
            count(*) FILTER (WHERE state IN ('scheduled', 'queued', 'retrying')) AS waiting,
@@ -16,6 +17,8 @@ WITH counts AS (
     FROM occurrences
     WHERE state IN ('scheduled', 'queued', 'retrying', 'running')
       AND (%(name)s::text IS NULL OR queue = %(name)s::text)
+      AND (%(namespace)s::text IS NULL
+           OR job_id IN (SELECT id FROM jobs WHERE namespace = %(namespace)s::text))
     GROUP BY queue
 ), names AS (
     SELECT queue AS name FROM jobs
@@ -36,20 +39,30 @@ INSERT INTO queues (name, paused, updated_at) VALUES (%s, %s, %s)
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
 
 -- name: stats_jobs
+-- The stats count the whole store, or with a namespace that namespace's jobs and their runs.
 SELECT count(*) AS jobs, count(*) FILTER (WHERE paused) AS paused FROM jobs
-WHERE deleted_at IS NULL
+WHERE deleted_at IS NULL AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
 
 -- name: stats_states
-SELECT state, count(*) AS n FROM occurrences GROUP BY state
+SELECT state, count(*) AS n FROM occurrences
+WHERE %(namespace)s::text IS NULL
+   OR job_id IN (SELECT id FROM jobs WHERE namespace = %(namespace)s::text)
+GROUP BY state
 
 -- name: stats_outcomes
 SELECT outcome, count(*) AS n FROM attempts
-WHERE finished_at IS NOT NULL AND finished_at >= %s GROUP BY outcome
+WHERE finished_at IS NOT NULL AND finished_at >= %(since)s
+  AND (%(namespace)s::text IS NULL
+       OR job_id IN (SELECT id FROM jobs WHERE namespace = %(namespace)s::text))
+GROUP BY outcome
 
 -- name: stats_finished_per_minute
 SELECT floor(extract(epoch FROM finished_at) / 60)::bigint AS minute, count(*) AS n
 FROM attempts
-WHERE finished_at IS NOT NULL AND finished_at >= %s GROUP BY 1
+WHERE finished_at IS NOT NULL AND finished_at >= %(since)s
+  AND (%(namespace)s::text IS NULL
+       OR job_id IN (SELECT id FROM jobs WHERE namespace = %(namespace)s::text))
+GROUP BY 1
 
 -- name: stats_lateness_per_minute
 -- First attempts of scheduled occurrences: how long after its time each one started.
@@ -59,6 +72,8 @@ SELECT floor(extract(epoch FROM a.started_at) / 60)::bigint AS minute,
 FROM attempts a JOIN occurrences o ON o.job_id = a.job_id AND o.scheduled_at = a.scheduled_at
 WHERE a.finished_at IS NOT NULL AND a.finished_at >= %(since)s AND a.started_at >= %(since)s
   AND a.number = 1 AND o.trigger = 'schedule'
+  AND (%(namespace)s::text IS NULL
+       OR a.job_id IN (SELECT id FROM jobs WHERE namespace = %(namespace)s::text))
 GROUP BY 1
 
 -- name: job_states

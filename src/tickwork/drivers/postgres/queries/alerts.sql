@@ -34,7 +34,9 @@ FROM (SELECT id FROM alert_deliveries
       WHERE state = 'pending' AND next_attempt_at <= %(now)s
       ORDER BY next_attempt_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED) due
 WHERE d.id = due.id
-RETURNING d.*
+-- The job's namespace: the channels' secrets resolve there ('' once the job is gone: none does).
+RETURNING d.*, COALESCE((SELECT j.namespace FROM alerts al JOIN jobs j ON j.id = al.job_id
+                         WHERE al.id = d.alert_id), '') AS job_namespace
 
 -- name: delivery_finish
 UPDATE alert_deliveries

@@ -37,3 +37,12 @@ WHERE j.namespace = %(name)s::text AND a.claimed_at >= %(hour)s::timestamptz
   AND a.claimed_at < %(hour)s::timestamptz + interval '1 hour'
 ON CONFLICT (namespace, hour) DO UPDATE
 SET runs = GREATEST(namespace_runs.runs, excluded.runs)
+
+-- name: secret_names
+-- The names of the namespace's secrets: a job's references are checked in its own namespace
+-- when it is created or changed. Never a value.
+SELECT name FROM secrets WHERE namespace = %s
+
+-- name: namespace_quotas
+-- One namespace's quotas (no row: none set), for a creation on a caller's own connection.
+SELECT max_jobs, max_runs_per_hour, max_payload_bytes FROM namespaces WHERE name = %s

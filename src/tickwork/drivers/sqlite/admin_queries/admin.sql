@@ -1,7 +1,8 @@
 -- Queries of the SQLite AdminStore (drivers/sqlite/admin.py). Instants are microseconds, UTC.
 
 -- name: queue_list
--- Every queue with jobs, unfinished occurrences or a pause row; ? = now (for "due").
+-- Every queue with jobs, unfinished occurrences or a pause row; :now for "due". With
+-- :namespace, the counts are of that namespace's jobs' occurrences (queues are shared).
 WITH names AS (
     SELECT queue AS name FROM jobs WHERE deleted_at IS NULL
     UNION SELECT queue FROM occurrences WHERE state IN ('scheduled', 'queued', 'retrying', 'running')
@@ -10,10 +11,16 @@ WITH names AS (
 SELECT n.name AS name,
        COALESCE((SELECT q.paused FROM queues q WHERE q.name = n.name), 0) AS paused,
        (SELECT COUNT(*) FROM occurrences o WHERE o.queue = n.name
-          AND o.state IN ('scheduled', 'queued', 'retrying')) AS waiting,
+          AND o.state IN ('scheduled', 'queued', 'retrying')
+          AND (:namespace IS NULL OR o.job_id IN (SELECT id FROM jobs WHERE namespace = :namespace))
+       ) AS waiting,
        (SELECT COUNT(*) FROM occurrences o WHERE o.queue = n.name
-          AND o.state IN ('scheduled', 'queued', 'retrying') AND o.due_at <= :now) AS due,
-       (SELECT COUNT(*) FROM occurrences o WHERE o.queue = n.name AND o.state = 'running') AS running,
+          AND o.state IN ('scheduled', 'queued', 'retrying') AND o.due_at <= :now
+          AND (:namespace IS NULL OR o.job_id IN (SELECT id FROM jobs WHERE namespace = :namespace))
+       ) AS due,
+       (SELECT COUNT(*) FROM occurrences o WHERE o.queue = n.name AND o.state = 'running'
+          AND (:namespace IS NULL OR o.job_id IN (SELECT id FROM jobs WHERE namespace = :namespace))
+       ) AS running,
        q.max_running, q.rate_count, q.rate_seconds, q.burst, q.tokens, q.tokens_at
 FROM names n LEFT JOIN queues q ON q.name = n.name
 WHERE :name IS NULL OR n.name = :name
@@ -24,26 +31,35 @@ INSERT INTO queues (name, paused, updated_at) VALUES (?, ?, ?)
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
 
 -- name: stats_jobs
-SELECT COUNT(*) AS jobs, COALESCE(SUM(paused), 0) AS paused FROM jobs WHERE deleted_at IS NULL
+-- The stats count the whole store, or with :namespace that namespace's jobs and their runs.
+SELECT COUNT(*) AS jobs, COALESCE(SUM(paused), 0) AS paused FROM jobs
+WHERE deleted_at IS NULL AND (:namespace IS NULL OR namespace = :namespace)
 
 -- name: stats_states
-SELECT state, COUNT(*) AS n FROM occurrences GROUP BY state
+SELECT state, COUNT(*) AS n FROM occurrences
+WHERE :namespace IS NULL OR job_id IN (SELECT id FROM jobs WHERE namespace = :namespace)
+GROUP BY state
 
 -- name: stats_outcomes
 SELECT outcome, COUNT(*) AS n FROM attempts
-WHERE finished_at IS NOT NULL AND finished_at >= ? GROUP BY outcome
+WHERE finished_at IS NOT NULL AND finished_at >= :since
+  AND (:namespace IS NULL OR job_id IN (SELECT id FROM jobs WHERE namespace = :namespace))
+GROUP BY outcome
 
 -- name: stats_finished_per_minute
 SELECT finished_at / 60000000 AS minute, COUNT(*) AS n FROM attempts
-WHERE finished_at IS NOT NULL AND finished_at >= ? GROUP BY minute
+WHERE finished_at IS NOT NULL AND finished_at >= :since
+  AND (:namespace IS NULL OR job_id IN (SELECT id FROM jobs WHERE namespace = :namespace))
+GROUP BY minute
 
 -- name: stats_lateness_per_minute
 -- First attempts of scheduled occurrences: how long after its time each one started.
 SELECT a.started_at / 60000000 AS minute, AVG(a.started_at - a.scheduled_at) AS avg_us,
        MAX(a.started_at - a.scheduled_at) AS max_us
 FROM attempts a JOIN occurrences o ON o.job_id = a.job_id AND o.scheduled_at = a.scheduled_at
-WHERE a.finished_at IS NOT NULL AND a.finished_at >= ? AND a.started_at >= ? AND a.number = 1
-  AND o.trigger = 'schedule'
+WHERE a.finished_at IS NOT NULL AND a.finished_at >= :since AND a.started_at >= :since
+  AND a.number = 1 AND o.trigger = 'schedule'
+  AND (:namespace IS NULL OR a.job_id IN (SELECT id FROM jobs WHERE namespace = :namespace))
 GROUP BY minute
 
 -- name: job_states

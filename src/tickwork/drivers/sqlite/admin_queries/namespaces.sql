@@ -35,3 +35,8 @@ SELECT :name, :hour, count(*)
 FROM attempts a JOIN jobs j ON j.id = a.job_id
 WHERE j.namespace = :name AND a.claimed_at >= :hour AND a.claimed_at < :hour + 3600000000
 ON CONFLICT (namespace, hour) DO UPDATE SET runs = MAX(runs, excluded.runs)
+
+-- name: secret_names
+-- The names of the namespace's secrets: a job's references are checked in its own namespace
+-- when it is created or changed. Never a value.
+SELECT name FROM secrets WHERE namespace = ?

@@ -37,6 +37,13 @@ SELECT * FROM alert_deliveries WHERE alert_id = ? ORDER BY created_at, event, ch
 SELECT * FROM alert_deliveries WHERE state = 'pending' AND next_attempt_at <= ?
 ORDER BY next_attempt_at, created_at, alert_id, event, channel LIMIT ?
 
+-- name: delivery_taken
+-- A delivery just taken, with its job's namespace: the channels' secrets resolve there ('' once
+-- the job is gone: none does).
+SELECT d.*, COALESCE((SELECT j.namespace FROM alerts al JOIN jobs j ON j.id = al.job_id
+                      WHERE al.id = d.alert_id), '') AS job_namespace
+FROM alert_deliveries d WHERE d.id = ?
+
 -- name: delivery_take
 UPDATE alert_deliveries SET attempts = attempts + 1, next_attempt_at = ? WHERE id = ?
 
