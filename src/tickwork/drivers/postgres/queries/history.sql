@@ -37,3 +37,16 @@ DELETE FROM occurrences WHERE ctid IN (
 DELETE FROM audit_log WHERE id IN (
     SELECT id FROM audit_log WHERE created_at < %(before)s ORDER BY created_at, id
     LIMIT %(limit)s)
+
+-- name: attempts_partition_prune
+-- A retention shorter than a day: attempts older than it inside a partition kept, by the
+-- finished_at index (a run finishes after it is scheduled), those of unfinished runs aside.
+DELETE FROM {part} WHERE ctid IN (
+    SELECT a.ctid FROM {part} a
+    WHERE a.finished_at < %(before)s AND a.scheduled_at < %(before)s
+      AND NOT EXISTS (
+          SELECT 1 FROM occurrences o
+          WHERE o.job_id = a.job_id AND o.scheduled_at = a.scheduled_at
+            AND o.state NOT IN ('succeeded', 'dead', 'crashed', 'missed', 'skipped_overlap',
+                                'cancelled'))
+    LIMIT %(limit)s)
