@@ -135,8 +135,9 @@ class TableSampler:
 
     def __init__(self, reader: TableReader, *, retention: float | None,
                  every: float = SAMPLE_SECONDS, say: Callable[[str], None] = lambda _: None,
-                 ) -> None:
+                 now: Callable[[], float] = time.monotonic) -> None:
         self.reader = reader
+        self.now = now
         self.retention = retention
         self.every = every
         self.say = say
@@ -147,7 +148,7 @@ class TableSampler:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        self._origin = time.monotonic()
+        self._origin = self.now()
         await self.sample()
         self._task = asyncio.create_task(self._loop())
 
@@ -163,7 +164,7 @@ class TableSampler:
         return self.result()
 
     async def sample(self) -> None:
-        t = time.monotonic() - self._origin
+        t = self.now() - self._origin
         try:
             rows, size = await self.reader.read()
         except Exception:  # a busy database: a gap in the series, not a failed run
