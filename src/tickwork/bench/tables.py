@@ -104,12 +104,13 @@ class SqliteTables:
                 for t in TABLES}
         size: dict[str, int | None] = dict.fromkeys(TABLES)
         if self.method == "dbstat":
-            marks = ", ".join("?" * len(TABLES))
-            for table, used in self.conn.execute(
-                    "SELECT m.tbl_name, sum(d.pgsize) FROM dbstat d "  # noqa: S608  (marks only)
-                    f"JOIN sqlite_master m ON m.name = d.name WHERE m.tbl_name IN ({marks}) "
-                    "GROUP BY m.tbl_name", TABLES):
-                size[table] = int(used)
+            for table in TABLES:  # the table's b-tree and its indexes', one at a time
+                trees = [r[0] for r in self.conn.execute(
+                    "SELECT name FROM sqlite_master WHERE tbl_name = ? AND rootpage > 0",
+                    (table,))]
+                size[table] = sum(int(self.conn.execute(
+                    "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = ?",
+                    (tree,)).fetchone()[0]) for tree in trees)
         pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
         free = self.conn.execute("PRAGMA freelist_count").fetchone()[0]
         page_size = self.conn.execute("PRAGMA page_size").fetchone()[0]
