@@ -11,11 +11,13 @@ import psycopg
 import pytest
 
 from tickwork.clock import FakeClock
+from tickwork.config import Settings
 from tickwork.drivers.base import AuditListParams, OccurrenceListParams, Store
 from tickwork.drivers.history import PartitionsEnsureParams
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.models import OccurrenceState, Overlap
+from tickwork.runtime import assemble
 from tickwork.scheduler.pruner import Pruner
 from tickwork.testing.factories import (
     NOW,
@@ -140,3 +142,15 @@ async def test_whole_days_leave_the_partition_kept_to_its_drop(
     kept = 1 if isinstance(store, PostgresStore) else 0
     assert len(await store.attempt_list(job.id, NOW + HOUR)) == kept
     assert pruned.attempts_deleted == 1 - kept
+
+
+async def test_the_pruner_takes_its_pace_and_retention_from_the_settings(tmp_path: Path) -> None:
+    store = SqliteStore(f"sqlite:///{tmp_path}/t.db")
+    settings = Settings(retention_days=0.5, prune_interval_seconds=30.0)
+    try:
+        pruner = assemble.pruner(settings, store=store, clock=FakeClock(NOW))
+    finally:
+        await store.close()
+    assert pruner.interval_seconds == 30.0
+    assert pruner.retention == 12 * HOUR
+    assert assemble.pruner(Settings(), store=store, clock=FakeClock(NOW)).interval_seconds == 600
