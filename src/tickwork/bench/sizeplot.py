@@ -62,7 +62,9 @@ def size_plot(series: Sequence[dict[str, Any]], *, title: str,
             at = x(k * retention)
             out.append(f'<line x1="{at:.1f}" x2="{at:.1f}" y1="{top}" y2="{bottom}" '
                        'stroke="#555" stroke-dasharray="4 4"/>')
-            out.append(f'<text x="{at + 3:.1f}" y="{top + 12}">retention x{k}</text>')
+            near_edge = at > W - RIGHT - 80  # the label goes to the line's left
+            anchor = f'x="{at - 3:.1f}" text-anchor="end"' if near_edge else f'x="{at + 3:.1f}"'
+            out.append(f'<text {anchor} y="{top + 12}">retention x{k}</text>')
         for i, name in enumerate(names):
             coords = " ".join(f"{x(s['t']):.1f},{y((s[measure].get(name) or 0) / unit):.1f}"
                               for s in series)
