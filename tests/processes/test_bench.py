@@ -147,6 +147,39 @@ async def test_w2_small_profile_with_plot(tmp_path: Path) -> None:
     assert plot.read_text().startswith("<svg")
 
 
+async def test_w2_with_a_short_retention_samples_the_tables(tmp_path: Path) -> None:
+    """``--retention``: the processes purge and prune within seconds, and the tables are
+    sampled, judged and plotted; about 25 s."""
+    plot = tmp_path / "size.svg"
+    result = await bench("w2", "--end-minute", "4", "--heavy-minutes", "1", "--spike", "200",
+                         "--per-day", "100000", "--compression", "15", "--retention", "5s",
+                         "--size-plot", str(plot))
+    assert_correct(result)
+    t = result["tables"]
+    assert (t["method"], t["retention_seconds"]) == ("dbstat", 5.0)
+    assert t["retentions_passed"] >= 2
+    assert t["series"][-1]["t"] >= 2 * 5.0
+    assert set(t["series"][0]["rows"]) == {"jobs", "occurrences", "attempts"}
+    # Every one-off job finished and was purged a retention later: far fewer rows at the
+    # end than jobs run, the warm-up's included.
+    assert t["series"][-1]["rows"]["jobs"] < result["executed"]
+    assert set(t["verdict"]) == {"jobs", "occurrences", "attempts", "bounded"}
+    text = plot.read_text()
+    assert text.startswith("<svg")
+    assert "retention x2" in text
+
+
+async def test_w2_retention_must_be_a_duration() -> None:
+    proc = await asyncio.create_subprocess_exec(
+        *TICKWORK, "bench", "w2", "--retention", "soon", stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2
+    assert err.decode().strip().splitlines() == [
+        "tickwork: error: --retention: 'soon' is not a duration (use seconds or a duration "
+        "like 90, 30s, 15m, 1h, 1d, 1h30m or 500ms)"]
+
+
 async def test_w4_on_postgres_and_redis(postgres_admin: str,
                                         private_redis: PrivateRedis) -> None:
     """A few hundred interval jobs for a short window: the record and the store's attempts

@@ -470,13 +470,60 @@ def test_retention_and_shards_from_env_and_their_bounds() -> None:
     assert (settings.retention_days, settings.shard_count) == (7, 128)
     assert (Settings().retention_days, Settings().shard_count) == (30, 64)
     for changes, message in (
-        ({"retention_days": 0}, "retention_days: must be at least 1 (got 0)"),
+        ({"retention_days": 0}, "retention_days: must be a finite number of days greater "
+                                "than 0 (got 0)"),
         ({"shard_count": 0}, "shard_count: must be from 1 to 4096 (got 0)"),
         ({"shard_count": 5000}, "shard_count: must be from 1 to 4096 (got 5000)"),
     ):
         with pytest.raises(ConfigError) as info:
             dataclasses.replace(Settings(), **changes).validate()
         assert str(info.value) == message
+
+
+def test_a_fraction_of_a_day_of_retention_and_the_prune_interval() -> None:
+    settings = load_settings(env={"TICKWORK_RETENTION_DAYS": "0.01",
+                                  "TICKWORK_PRUNE_INTERVAL_SECONDS": "30s"})
+    assert (settings.retention_days, settings.prune_interval_seconds) == (0.01, 30.0)
+    assert load_settings(env={}, flags={"retention_days": 0.5}).retention_days == 0.5
+    assert load_settings(env={}, flags={"retention_days": "2"}).retention_days == 2.0
+    assert Settings().prune_interval_seconds == 600.0
+    for env, message in (
+        ({"TICKWORK_RETENTION_DAYS": "0"},
+         "retention_days: must be a finite number of days greater than 0 (got 0)"),
+        ({"TICKWORK_RETENTION_DAYS": "-0.5"},
+         "retention_days: must be a finite number of days greater than 0 (got -0.5)"),
+        ({"TICKWORK_RETENTION_DAYS": "inf"},
+         "retention_days: must be a finite number of days greater than 0 (got inf)"),
+        ({"TICKWORK_RETENTION_DAYS": "a week"},
+         "retention_days: must be a number of days such as 30 or 0.5 "
+         "(got 'a week' from TICKWORK_RETENTION_DAYS)"),
+        ({"TICKWORK_AUDIT_RETENTION_DAYS": "0.5"},
+         "audit_retention_days: must be an integer (got '0.5' from "
+         "TICKWORK_AUDIT_RETENTION_DAYS)"),
+        ({"TICKWORK_PRUNE_INTERVAL_SECONDS": "0"},
+         "prune_interval_seconds: must be greater than zero, got '0' (from "
+         "TICKWORK_PRUNE_INTERVAL_SECONDS)"),
+        ({"TICKWORK_PRUNE_INTERVAL_SECONDS": "often"},
+         "prune_interval_seconds: 'often' is not a duration (use seconds or a duration like "
+         "90, 30s, 15m, 1h, 1d, 1h30m or 500ms) (from TICKWORK_PRUNE_INTERVAL_SECONDS)"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            load_settings(env=env)
+        assert str(info.value) == message
+    with pytest.raises(ConfigError) as info:
+        load_settings(env={}, flags={"prune_interval_seconds": -5})
+    assert str(info.value) == ("prune_interval_seconds: must be a finite number greater than 0 "
+                               "(got -5)")
+
+
+def test_a_fraction_of_a_day_of_retention_from_toml(tmp_path: Path) -> None:
+    path = tmp_path / "tickwork.toml"
+    path.write_text("retention_days = 0.25\nprune_interval_seconds = 15\n")
+    settings = load_settings(env={}, toml_path=str(path))
+    assert (settings.retention_days, settings.prune_interval_seconds) == (0.25, 15.0)
+    path.write_text('retention_days = "0.25"\n')  # a TOML value has its type already
+    with pytest.raises(ConfigError, match="retention_days: must be a number of days"):
+        load_settings(env={}, toml_path=str(path))
 
 
 # --- the API's settings ------------------------------------------------------------------------

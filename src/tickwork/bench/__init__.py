@@ -5,4 +5,6 @@
 - ``deploy``: a fresh database, the scheduler and worker processes, their memory.
 - ``w1``, ``w2``, ``w3``: the workloads; ``runner`` what they share.
 - ``progress``, ``report``: the progress line, the summary table, the SVG plot.
+- ``tables``, ``sizeplot``: the tables' rows and bytes sampled during a run (``w2
+  --retention``), whether they stayed flat, and their SVG plot.
 """

@@ -105,7 +105,7 @@ def svg_plot(series: Sequence[dict[str, Any]], *, title: str,
         out.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y(value):.1f}" y2="{y(value):.1f}" '
                    'stroke="#ddd"/>')
         out.append(f'<text x="{LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{label}</text>')
-    step = _nice_step(t_max)
+    step = nice_step(t_max)
     t = 0.0
     while t <= t_max + 1e-9:
         out.append(f'<text x="{x(t):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle">{t:g}</text>')
@@ -127,7 +127,7 @@ def svg_plot(series: Sequence[dict[str, Any]], *, title: str,
     return "\n".join(out) + "\n"
 
 
-def _nice_step(span: float) -> float:
+def nice_step(span: float) -> float:
     raw = span / 10
     magnitude = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
     for m in (1, 2, 5, 10):

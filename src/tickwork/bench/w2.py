@@ -9,6 +9,10 @@ a simulated minute lasts 60/compression real seconds.
 One-off jobs are created minute by minute, ``LEAD_SECONDS`` (or one compressed minute) ahead
 of their due time, in batches through the bulk path, so memory stays bounded. The figures are
 per simulated minute, plus a lateness series per real second for the plot.
+
+With a retention (``--retention 3m``: the processes purge finished one-off jobs and prune their
+history that long after they finished), the tables' rows and bytes are sampled while the run
+lasts (tickwork.bench.tables), judged flat or not, and plotted with ``--size-plot``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 from tickwork.bench.record import Tally, lateness_summary, percentile
 from tickwork.bench.report import svg_plot
 from tickwork.bench.runner import Bench, memory_figures
+from tickwork.bench.tables import TableSampler, sampler_for
 from tickwork.bench.w1 import correctness, rounded
 from tickwork.errors import ValidationError
 from tickwork.models import idempotency_key
@@ -99,7 +104,18 @@ def profile_from_args(args: argparse.Namespace) -> LoadProfile:
                        seed=args.seed)
 
 
-async def run_w2(bench: Bench, p: LoadProfile, *, plot: str | None = None) -> dict[str, Any]:
+def retention_env(seconds: float) -> dict[str, str]:
+    """What the processes are started with for ``--retention``: finished one-off jobs purged
+    and their history pruned that long after they finished, by a pruner looking four times
+    per retention."""
+    return {"TICKWORK_FINISHED_JOB_RETENTION_SECONDS": repr(seconds),
+            "TICKWORK_RETENTION_DAYS": repr(seconds / 86400),
+            "TICKWORK_PRUNE_INTERVAL_SECONDS": repr(seconds / 4)}
+
+
+async def run_w2(bench: Bench, p: LoadProfile, *, plot: str | None = None,
+                 retention: float | None = None, size_plot: str | None = None,
+                 ) -> dict[str, Any]:
     rng = random.Random(p.seed)  # noqa: S311  (a reproducible load, not cryptography)
     lead = max(LEAD_SECONDS, p.minute_seconds)
     t0 = float(int(time.time() + START_AFTER_SECONDS + lead))
@@ -132,6 +148,7 @@ async def run_w2(bench: Bench, p: LoadProfile, *, plot: str | None = None) -> di
     bench.progress.say(f"W2: hour {p.hour:02d} minutes {p.start_minute}-{p.end_minute} at "
                        f"{p.compression:g}x ({end - t0:.0f}s); spikes at {p.heavy_minutes}; "
                        f"~{total:,} jobs")
+    sampler = await _sampler(bench, retention, size_plot)
     task = asyncio.create_task(creator())
 
     def note() -> str:
@@ -149,6 +166,7 @@ async def run_w2(bench: Bench, p: LoadProfile, *, plot: str | None = None) -> di
             task.cancel()
             bench.notes.append("creation had not finished when the run ended")
         await asyncio.gather(task, return_exceptions=True)
+        tables = None if sampler is None else await sampler.stop()
     bench.progress.finish(tally.done, note())
     memory = memory_figures(bench.deployment)
     if not task.cancelled() and (error := task.exception()) is not None:
@@ -157,10 +175,9 @@ async def run_w2(bench: Bench, p: LoadProfile, *, plot: str | None = None) -> di
     if plot:
         spans = [(minute_start(m) - t0, minute_start(m) - t0 + p.minute_seconds)
                  for m in p.heavy_minutes if m in minutes]
-        title = (f"W2: hour {p.hour:02d}, minutes {p.start_minute}-{p.end_minute} at "
-                 f"{p.compression:g}x, {bench.deployment.kind}")
-        svg = svg_plot(series, title=title, spikes=spans)
-        await asyncio.to_thread(Path(plot).write_text, svg, "utf-8")
+        await _lateness_plot(bench, p, series, spans, plot)
+    if tables is not None:
+        await _tables_done(bench, tables, size_plot, p)
     jobs, took = created["jobs"], created["seconds"]
     return {
         "workload": "w2",
@@ -174,7 +191,46 @@ async def run_w2(bench: Bench, p: LoadProfile, *, plot: str | None = None) -> di
         **correctness(tally),
         "peak_memory": memory,
         "series": series,
+        **({} if tables is None else {"tables": tables}),
     }
+
+
+async def _lateness_plot(bench: Bench, p: LoadProfile, series: list[dict[str, Any]],
+                         spans: list[tuple[float, float]], plot: str) -> None:
+    title = (f"W2: hour {p.hour:02d}, minutes {p.start_minute}-{p.end_minute} at "
+             f"{p.compression:g}x, {bench.deployment.kind}")
+    svg = svg_plot(series, title=title, spikes=spans)
+    await asyncio.to_thread(Path(plot).write_text, svg, "utf-8")
+
+
+async def _sampler(bench: Bench, retention: float | None,
+                   size_plot: str | None) -> TableSampler | None:
+    """With a retention or a size plot: the tables sampled from now on."""
+    if retention is None and not size_plot:
+        return None
+    sampler = await sampler_for(bench.deployment.url, retention=retention,
+                                say=bench.progress.say)
+    await sampler.start()
+    return sampler
+
+
+async def _tables_done(bench: Bench, tables: dict[str, Any], size_plot: str | None,
+                       p: LoadProfile) -> None:
+    """Note a run too short to judge, and write the size plot."""
+    retention = tables["retention_seconds"]
+    if retention is not None and tables["retentions_passed"] < 2:
+        bench.notes.append(f"the run passed the retention ({retention:g}s) "
+                           f"{tables['retentions_passed']} time(s): the flatness verdict "
+                           "needs at least two; a shorter --retention or a longer run")
+    if size_plot:
+        from tickwork.bench.sizeplot import size_plot as plot_of  # noqa: PLC0415
+
+        title = (f"W2 tables: hour {p.hour:02d}, minutes {p.start_minute}-{p.end_minute} at "
+                 f"{p.compression:g}x, {bench.deployment.kind}, "
+                 + (f"retention {retention:g}s" if retention else "no retention given")
+                 + f" ({tables['method']})")
+        svg = plot_of(tables["series"], title=title, retention=retention)
+        await asyncio.to_thread(Path(size_plot).write_text, svg, "utf-8")
 
 
 def _lateness(tally: Tally, p: LoadProfile) -> dict[str, Any]:

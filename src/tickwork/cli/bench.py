@@ -24,6 +24,7 @@ import click
 
 from tickwork.cli.options import Group, examples
 from tickwork.errors import ValidationError
+from tickwork.schedules import parse_duration
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -125,6 +126,7 @@ async def w1(**params: Any) -> int:
 @bench.command("w2", epilog=examples(
     "tickwork bench w2",
     "tickwork bench w2 --preset full --plot w2.svg",
+    "tickwork bench w2 --preset full --retention 3m --size-plot w2-size.svg --json",
     "tickwork bench w2 --heavy-minutes 5,30 --spike 15000-20000"))
 @_common
 @click.option("--preset", type=click.Choice(["ci", "full"]), default="ci", show_default=True,
@@ -143,6 +145,12 @@ async def w1(**params: Any) -> int:
               help="time compression: a minute lasts 60/X seconds (default 6)")
 @click.option("--seed", type=int, default=1, show_default=True, help="random seed")
 @click.option("--plot", metavar="FILE.svg", help="write a plot of lateness over time")
+@click.option("--retention", metavar="DURATION",
+              help="e.g. 3m: the processes purge finished one-off jobs and prune their history "
+              "this long after they finished (a pruner pass every quarter of it), and the "
+              "jobs, occurrences and attempts tables are sampled to show they stay bounded")
+@click.option("--size-plot", metavar="FILE.svg",
+              help="write a plot of the tables' bytes and rows over time")
 async def w2(**params: Any) -> int:
     """A day in ten minutes: a compressed load profile with spike minutes."""
     return await run_bench(_namespace("w2", params))
@@ -251,6 +259,9 @@ async def run_bench(args: argparse.Namespace) -> int:
     level = args.process_log_level
     if level is not None and level.lower() not in ("debug", "info", "warning", "error"):
         raise ValidationError("--process-log-level", "must be debug, info, warning or error")
+    if args.workload == "w2":
+        args.retention_seconds = (None if args.retention is None
+                                  else parse_duration(args.retention, "--retention"))
     if getattr(args, "against", None) is not None:
         return await _run_against(args)
     result = await _run_once(args)
@@ -280,6 +291,10 @@ async def _run_once(args: argparse.Namespace) -> dict[str, Any]:
             redis = args.redis if args.broker == "redis" else None
             args.broker_url = redis or DEFAULT_URLS[args.broker]
         env = broker_env(args.broker_url)
+    if args.workload == "w2" and args.retention is not None:
+        from tickwork.bench.w2 import retention_env  # noqa: PLC0415  (loaded to run only)
+
+        env = retention_env(args.retention_seconds)
     deployment = Deployment(
         database=args.database, workdir=workdir, redis=args.redis, schedulers=args.schedulers,
         workers=args.workers, concurrency=args.concurrency,
@@ -332,7 +347,8 @@ async def _workload(args: argparse.Namespace, bench: Any) -> dict[str, Any]:
         from tickwork.bench.w2 import profile_from_args, run_w2  # noqa: PLC0415
 
         profile = profile_from_args(args)
-        return await run_w2(bench, profile, plot=args.plot)
+        return await run_w2(bench, profile, plot=args.plot, retention=args.retention_seconds,
+                            size_plot=args.size_plot)
     if args.workload == "publish":
         return await _publish(args, bench)
     if args.workload == "pgcost":

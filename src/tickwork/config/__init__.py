@@ -100,10 +100,13 @@ class Settings:
     heartbeat_seconds: float = 10.0
     shutdown_grace_seconds: float = 30.0
     rescue_interval_seconds: float = 5.0
-    retention_days: int = 30  # run history (finished runs, attempts) older than this is pruned
+    # Run history (finished runs, attempts) older than this is pruned; a fraction of a day is
+    # for tests and benchmarks (on PostgreSQL it costs DELETEs inside the day's partition).
+    retention_days: float = 30.0
     audit_retention_days: int = 365  # audit entries older than this are pruned
     # Finished one-off jobs and deleted jobs are purged this long after they ended.
     finished_job_retention_seconds: float = 7 * 86400.0
+    prune_interval_seconds: float = 600.0  # how often the pruner looks (more often when busy)
     shard_count: int = 64  # PostgreSQL: shards jobs are spread over (fixed when first migrated)
     # PostgreSQL: a scheduler's lease on its shards, renewed every third of it; a killed
     # scheduler's shards are taken over after about this long.
@@ -153,8 +156,10 @@ class Settings:
             if not (ok and math.isfinite(value)):
                 raise ConfigError(
                     name, f"must be a finite number {bound} (got {format_seconds(value)})")
-        for name, least in (("planner_burst_threshold", 0), ("retention_days", 1),
-                            ("audit_retention_days", 1)):
+        if not (self.retention_days > 0 and math.isfinite(self.retention_days)):
+            raise ConfigError("retention_days", "must be a finite number of days greater than "
+                              f"0 (got {self.retention_days:g})")
+        for name, least in (("planner_burst_threshold", 0), ("audit_retention_days", 1)):
             if getattr(self, name) < least:
                 raise ConfigError(name, f"must be at least {least} (got {getattr(self, name)})")
         if not 1 <= self.shard_count <= 4096:
@@ -220,9 +225,10 @@ _SETTING_KINDS: dict[str, Kind] = {
     "heartbeat_seconds": "seconds",
     "shutdown_grace_seconds": "seconds",
     "rescue_interval_seconds": "seconds",
-    "retention_days": "int",
+    "retention_days": "days",
     "audit_retention_days": "int",
     "finished_job_retention_seconds": "seconds",
+    "prune_interval_seconds": "seconds",
     "shard_count": "int",
     "shard_lease_seconds": "seconds",
     "max_deliveries": "int",

@@ -18,7 +18,7 @@ from tickwork.schedules import parse_duration
 from tickwork.secrets import CONFIG_REF_PREFIX
 
 DEFAULT_CONCURRENCY = 64  # per queue of a worker: claims and completions batch up to this
-Kind = Literal["str", "optional_str", "int", "seconds", "bool", "queues", "str_list",
+Kind = Literal["str", "optional_str", "int", "days", "seconds", "bool", "queues", "str_list",
                "brokers", "priorities"]
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -77,6 +77,18 @@ def _coerce_int(value: object, name: str, where: str, text: bool) -> int:
     if isinstance(value, str) and text and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
         return int(value)
     raise bad(name, "must be an integer", value, where)
+
+
+def _coerce_days(value: object, name: str, where: str, text: bool) -> float:
+    """A number of days, whole or not (``0.01``); bounds are checked by ``validate``."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str) and text:
+        try:
+            return float(value.strip())
+        except ValueError:
+            pass
+    raise bad(name, "must be a number of days such as 30 or 0.5", value, where)
 
 
 def _coerce_str_list(value: object, name: str, where: str, text: bool) -> tuple[str, ...]:
@@ -156,6 +168,7 @@ COERCERS: dict[Kind, Callable[[object, str, str, bool], object]] = {
     "str": _coerce_str,
     "optional_str": _coerce_optional_str,
     "int": _coerce_int,
+    "days": _coerce_days,
     "seconds": _coerce_seconds,
     "bool": _coerce_bool,
     "queues": _coerce_queues,

@@ -20,11 +20,14 @@ class PartitionsEnsureParams:
 @dataclass(frozen=True, slots=True)
 class HistoryPruneParams:
     """Drop history older than ``before``, and audit entries older than ``audit_before``
-    (None: keep them); delete at most ``limit`` rows of each kind."""
+    (None: keep them); delete at most ``limit`` rows of each kind. ``within_partitions``: a
+    retention that is not whole days, so a driver with daily partitions also deletes the older
+    attempts inside the partition the cutoff falls in (whole days wait for its drop)."""
 
     before: datetime
     limit: int = 5000
     audit_before: datetime | None = None
+    within_partitions: bool = False
 
 
 @dataclass(frozen=True, slots=True)

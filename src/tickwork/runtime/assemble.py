@@ -181,4 +181,5 @@ def pruner(settings: Settings, *, store: Store, clock: Clock,
                   retention_days=settings.retention_days,
                   audit_retention_days=settings.audit_retention_days, jobs=store,
                   finished_job_retention_seconds=settings.finished_job_retention_seconds,
+                  interval_seconds=settings.prune_interval_seconds,
                   on_purged=None if metrics is None else purged)

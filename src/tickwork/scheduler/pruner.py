@@ -4,9 +4,10 @@ job definitions that are done with.
 On PostgreSQL, attempts live in daily partitions: each pass creates the partitions of the next
 days ahead (so attempts never land in the default partition in normal operation), drops whole
 partitions older than the retention, and deletes finished occurrences (and any attempts in the
-default partition) older than it in bounded batches (DESIGN rule 8). On SQLite, finished runs
-and their attempts are deleted in the same bounded batches. Audit entries older than their own
-retention go too.
+default partition) older than it in bounded batches (DESIGN rule 8). A retention of a fraction
+of a day (tests, benchmarks) also deletes, in the same batches, the attempts of finished runs
+older than it inside the partitions kept. On SQLite, finished runs and their attempts are
+deleted in the same bounded batches. Audit entries older than their own retention go too.
 
 Each pass also purges definitions past ``finished_job_retention_seconds`` (with ``jobs``): one-off
 jobs whose run finished that long ago, and jobs deleted that long ago, a batch of each per pass;
@@ -31,20 +32,23 @@ from tickwork.scheduler.loop import Loop
 
 log = logging.getLogger("tickwork.pruner")
 FINISHED_JOB_RETENTION_SECONDS = 7 * 86400.0
+DAY = timedelta(days=1)
 
 
 class Pruner(Loop):
     name = "pruner"
 
-    def __init__(self, *, store: HistoryStore, clock: Clock, retention_days: int = 30,
+    def __init__(self, *, store: HistoryStore, clock: Clock, retention_days: float = 30,
                  audit_retention_days: int = 365, days_ahead: int = 3,
                  interval_seconds: float = 600.0, batch_size: int = 5000,
                  jobs: EnqueueStore | None = None,
                  finished_job_retention_seconds: float = FINISHED_JOB_RETENTION_SECONDS,
                  purge_batch: int = PURGE_BATCH,
                  on_purged: Callable[[JobsPurged], None] | None = None) -> None:
-        if min(retention_days, audit_retention_days) < 1:
-            raise ValueError(f"retention days must be at least 1 (got {retention_days} and "
+        if not retention_days > 0:
+            raise ValueError(f"retention_days must be greater than 0 (got {retention_days})")
+        if audit_retention_days < 1:
+            raise ValueError(f"audit_retention_days must be at least 1 (got "
                              f"{audit_retention_days})")
         if days_ahead < 1:
             raise ValueError(f"days_ahead must be at least 1 (got {days_ahead})")
@@ -73,10 +77,11 @@ class Pruner(Loop):
             log.info("created history partitions %s", ", ".join(created))
         pruned = await self.store.history_prune(HistoryPruneParams(
             before=now - self.retention, limit=self.batch_size,
-            audit_before=now - self.audit_retention))
+            audit_before=now - self.audit_retention,
+            within_partitions=bool(self.retention % DAY)))
         if pruned.partitions_dropped or pruned.occurrences_deleted or pruned.attempts_deleted:
             log.info("pruned history older than %s: dropped %s, deleted %d runs and %d attempts",
-                     (now - self.retention).date().isoformat(),
+                     _instant(now - self.retention, self.retention),
                      ", ".join(pruned.partitions_dropped) or "no partitions",
                      pruned.occurrences_deleted, pruned.attempts_deleted)
         if pruned.audit_deleted:
@@ -105,3 +110,10 @@ class Pruner(Loop):
         pruned = await self.run_once(now)
         return (max(pruned.occurrences_deleted, pruned.attempts_deleted,
                     pruned.audit_deleted) >= self.batch_size or self._purge_full)
+
+
+def _instant(at: datetime, retention: timedelta) -> str:
+    """The cutoff as a day, or to the second when the retention is not whole days."""
+    if retention % DAY:
+        return at.isoformat(timespec="seconds")
+    return at.date().isoformat()

@@ -41,3 +41,16 @@ DELETE FROM audit_log WHERE id IN (
 -- name: namespace_runs_prune
 -- Hours of namespace runs wholly before the history kept: a claim only reads its own hour.
 DELETE FROM namespace_runs WHERE hour + interval '1 hour' <= %(before)s
+
+-- name: attempts_partition_prune
+-- A retention shorter than a day: attempts older than it inside a partition kept, by the
+-- finished_at index (a run finishes after it is scheduled), those of unfinished runs aside.
+DELETE FROM {part} WHERE ctid IN (
+    SELECT a.ctid FROM {part} a
+    WHERE a.finished_at < %(before)s AND a.scheduled_at < %(before)s
+      AND NOT EXISTS (
+          SELECT 1 FROM occurrences o
+          WHERE o.job_id = a.job_id AND o.scheduled_at = a.scheduled_at
+            AND o.state NOT IN ('succeeded', 'dead', 'crashed', 'missed', 'skipped_overlap',
+                                'cancelled'))
+    LIMIT %(limit)s)
