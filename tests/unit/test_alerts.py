@@ -1,6 +1,7 @@
-"""Alerts end to end on a SQLite store and a FakeClock: each condition fires and resolves,
-the cooldown holds back a repeat, and deliveries reach a real local HTTP receiver (webhook
-and Slack-compatible) and a real SMTP server, or are retried and recorded when they fail."""
+"""Alerts end to end on a FakeClock, on SQLite and on PostgreSQL (the ``store`` fixture runs
+each test on both): each condition fires and resolves, the cooldown holds back a repeat, and
+deliveries reach a real local HTTP receiver (webhook and Slack-compatible) and a real SMTP
+server, or are retried and recorded when they fail."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from tickwork.clock import FakeClock
 from tickwork.document import parse_job_document
 from tickwork.document.alerts import parse_alert_defaults
 from tickwork.drivers.alerts import AlertListParams, StoredAlert
-from tickwork.drivers.base import JobDeleteParams, JobUpdateParams
+from tickwork.drivers.base import JobDeleteParams, JobUpdateParams, Store
+from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import ValidationError
 from tickwork.executors import ExecutorSettings, build_executors
@@ -65,16 +67,30 @@ async def receiver() -> AsyncIterator[Receiver]:
     await runner.cleanup()
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """Each test on both stores: the facts the evaluator reads are each driver's queries."""
+    s: Store
+    if request.param == "sqlite":
+        s = SqliteStore(f"sqlite:///{tmp_path}/t.db")
+    else:
+        s = PostgresStore(request.getfixturevalue("postgres_url"))
+    await s.migrate()
+    yield s
+    await s.close()
+
+
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
-    s = SqliteStore(f"sqlite:///{tmp_path}/t.db")
+async def sqlite_store(tmp_path: Path) -> AsyncIterator[Store]:
+    """SQLite only: for tests of a channel, which do not depend on the store."""
+    s = SqliteStore(f"sqlite:///{tmp_path}/c.db")
     await s.migrate()
     yield s
     await s.close()
 
 
 class World:
-    def __init__(self, store: SqliteStore, receiver: Receiver, **settings: Any) -> None:
+    def __init__(self, store: Store, receiver: Receiver, **settings: Any) -> None:
         self.store = store
         self.receiver = receiver
         self.clock = FakeClock(NOW)
@@ -114,7 +130,7 @@ class World:
 
 
 @pytest.fixture
-async def world(store: SqliteStore, receiver: Receiver) -> AsyncIterator[World]:
+async def world(store: Store, receiver: Receiver) -> AsyncIterator[World]:
     w = World(store, receiver)
     yield w
     await w.close()
@@ -295,10 +311,10 @@ async def test_the_scheduler_keeps_planning_while_a_channel_fails(world: World) 
     assert alert.deliveries[0].state == "pending"
 
 
-async def test_email_channel(store: SqliteStore, receiver: Receiver) -> None:
+async def test_email_channel(sqlite_store: Store, receiver: Receiver) -> None:
     box = Mailbox()
     async with await serve(box):
-        w = World(store, receiver, smtp_host="127.0.0.1", smtp_port=box.port,
+        w = World(sqlite_store, receiver, smtp_host="127.0.0.1", smtp_port=box.port,
                   smtp_tls="none", smtp_from="tickwork@example.org")
         try:
             job = await w.job({"channels": [{"kind": "email", "to": ["ops@example.org"]}]})
@@ -312,7 +328,7 @@ async def test_email_channel(store: SqliteStore, receiver: Receiver) -> None:
     assert msg["Subject"] == "[tickwork] ALERT: nightly: failed"
 
 
-async def test_defaults_apply_to_jobs_without_alerts(store: SqliteStore,
+async def test_defaults_apply_to_jobs_without_alerts(store: Store,
                                                      receiver: Receiver) -> None:
     hook = {"channels": [{"kind": "webhook", "url": f"{receiver.url}/mail-queue"}]}
     defaults = parse_alert_defaults(json.dumps({"queues": {"mail": hook}}))

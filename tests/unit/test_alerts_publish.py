@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 from redis.asyncio import Redis
-from test_alerts import DEAD, Receiver, World, receiver, store  # noqa: F401  (fixtures)
+from test_alerts import DEAD, Receiver, World, receiver, sqlite_store  # noqa: F401  (fixtures)
 
 from tickwork.client import AsyncClient
 from tickwork.config import load_settings
+from tickwork.drivers.base import Store
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import ConfigError, ValidationError
 from tickwork.executors import ExecutorSettings
@@ -44,9 +45,10 @@ async def entries(url: str, name: str) -> list[dict[str, str]]:
 
 
 async def test_an_alert_and_its_resolution_are_published(
-        store: SqliteStore, receiver: Receiver, stream: tuple[str, str]) -> None:  # noqa: F811
+        sqlite_store: Store, receiver: Receiver,  # noqa: F811
+        stream: tuple[str, str]) -> None:
     url, name = stream
-    w = World(store, receiver, brokers=(("events", url),))
+    w = World(sqlite_store, receiver, brokers=(("events", url),))
     try:
         job = await w.job({"channels": [{"kind": "publish", "broker": "events",
                                           "stream": name, "maxlen": 100}]})
@@ -70,9 +72,10 @@ async def test_an_alert_and_its_resolution_are_published(
 
 
 async def test_a_broker_that_is_down_is_retried_and_recorded(
-        store: SqliteStore, receiver: Receiver, stream: tuple[str, str]) -> None:  # noqa: F811
+        sqlite_store: Store, receiver: Receiver,  # noqa: F811
+        stream: tuple[str, str]) -> None:
     url, name = stream
-    w = World(store, receiver, brokers=(("events", url), ("down", "redis://127.0.0.1:1/0")))
+    w = World(sqlite_store, receiver, brokers=(("events", url), ("down", "redis://127.0.0.1:1/0")))
     try:
         job = await w.job({"channels": [
             {"kind": "publish", "broker": "down", "stream": name},
