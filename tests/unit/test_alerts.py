@@ -15,8 +15,9 @@ from aiohttp import web
 from test_executor_email import Mailbox, serve
 
 from tickwork.clock import FakeClock
+from tickwork.config import load_settings
 from tickwork.document import parse_job_document
-from tickwork.document.alerts import parse_alert_defaults
+from tickwork.document.alerts import alert_policy, parse_alert_defaults
 from tickwork.drivers.alerts import AlertListParams, StoredAlert
 from tickwork.drivers.base import JobDeleteParams, JobUpdateParams, Store
 from tickwork.drivers.postgres.store import PostgresStore
@@ -349,6 +350,54 @@ async def test_defaults_apply_to_jobs_without_alerts(store: Store,
         await w.close()
     assert alert.job_name == "mailer"
     assert [s["path"] for s in receiver.seen] == ["/mail-queue"]
+
+
+async def test_the_default_for_all_jobs_comes_after_the_queues_and_the_jobs_own(
+        store: Store, receiver: Receiver) -> None:
+    def hook(path: str) -> dict[str, Any]:
+        return {"channels": [{"kind": "webhook", "url": f"{receiver.url}/{path}"}]}
+
+    w = World(store, receiver)
+    w.evaluator.defaults = parse_alert_defaults(json.dumps(
+        {"all": hook("all"), "queues": {"mail": hook("mail-queue")}}))
+    try:
+        for name, extra in (("plain", {}), ("mailer", {"queue": "mail"}),
+                            ("own", {"alerts": hook("own")}), ("null", {"alerts": None})):
+            spec = parse_job_document({"name": name, "schedule": {"every": "1m"},
+                                       "kind": "http", "payload": {"url": "https://x.org/"},
+                                       **extra}).spec
+            job = await store.job_create(create_params(spec, next_run_at=None))
+            await add_occurrences(store, job, NOW)
+            [claimed] = (await claim(store, NOW, queue=spec.queue)).claims
+            await complete(store, NOW, completion(claimed, state=DEAD))
+        alerts = await w.judge(1)
+    finally:
+        await w.close()
+    assert sorted(a.job_name for a in alerts) == ["mailer", "null", "own", "plain"]
+    assert sorted((s["json"]["job_name"], s["path"]) for s in receiver.seen) == [
+        ("mailer", "/mail-queue"), ("null", "/all"), ("own", "/own"), ("plain", "/all")]
+
+
+def test_alert_defaults_from_toml_and_the_environment(tmp_path: Path) -> None:
+    text = ('{"all": {"channels": [{"kind": "slack", "webhook_url": "https://hooks.example.org/a"'
+            '}], "late_after": "10m"}, "queues": {"mail": {"channels": [{"kind": "email", '
+            '"to": ["mail@example.org"]}], "consecutive_failures": 5}}}')
+    toml = tmp_path / "tickwork.toml"
+    toml.write_text("alert_defaults = '''\n" + text + "\n'''\n")
+    for settings in (load_settings(env={}, toml_path=str(toml)),
+                     load_settings(env={"TICKWORK_ALERT_DEFAULTS": text}, toml_path=None)):
+        defaults = parse_alert_defaults(settings.alert_defaults)
+        assert defaults.every_job is not None
+        assert defaults.queues is not None
+        every = alert_policy(defaults.every_job)
+        assert (every.channels[0]["kind"], every.late_after) == ("slack", 600)
+        assert alert_policy(defaults.queues["mail"]).consecutive_failures == 5
+        assert defaults.text_for(None, "default") == defaults.every_job
+        assert defaults.text_for(None, "mail") == defaults.queues["mail"]
+    with pytest.raises(ValidationError) as err:
+        load_settings(env={"TICKWORK_ALERT_DEFAULTS": '{"all": {"channels": []}}'},
+                      toml_path=None)
+    assert err.value.field == "alert_defaults.all.channels"
 
 
 @pytest.mark.parametrize(("alerts", "field"), [
