@@ -1,6 +1,7 @@
-"""Alerts end to end on a SQLite store and a FakeClock: each condition fires and resolves,
-the cooldown holds back a repeat, and deliveries reach a real local HTTP receiver (webhook
-and Slack-compatible) and a real SMTP server, or are retried and recorded when they fail."""
+"""Alerts end to end on a FakeClock, on SQLite and on PostgreSQL (the ``store`` fixture runs
+each test on both): each condition fires and resolves, the cooldown holds back a repeat, and
+deliveries reach a real local HTTP receiver (webhook and Slack-compatible) and a real SMTP
+server, or are retried and recorded when they fail."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from aiohttp import web
 from test_executor_email import Mailbox, serve
 
 from tickwork.clock import FakeClock
+from tickwork.config import load_settings
 from tickwork.document import parse_job_document
-from tickwork.document.alerts import parse_alert_defaults
+from tickwork.document.alerts import alert_policy, parse_alert_defaults
 from tickwork.drivers.alerts import AlertListParams, StoredAlert
-from tickwork.drivers.base import JobDeleteParams, JobUpdateParams
+from tickwork.drivers.base import JobDeleteParams, JobUpdateParams, Store
+from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import ValidationError
 from tickwork.executors import ExecutorSettings, build_executors
@@ -65,16 +68,30 @@ async def receiver() -> AsyncIterator[Receiver]:
     await runner.cleanup()
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """Each test on both stores: the facts the evaluator reads are each driver's queries."""
+    s: Store
+    if request.param == "sqlite":
+        s = SqliteStore(f"sqlite:///{tmp_path}/t.db")
+    else:
+        s = PostgresStore(request.getfixturevalue("postgres_url"))
+    await s.migrate()
+    yield s
+    await s.close()
+
+
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
-    s = SqliteStore(f"sqlite:///{tmp_path}/t.db")
+async def sqlite_store(tmp_path: Path) -> AsyncIterator[Store]:
+    """SQLite only: for tests of a channel, which do not depend on the store."""
+    s = SqliteStore(f"sqlite:///{tmp_path}/c.db")
     await s.migrate()
     yield s
     await s.close()
 
 
 class World:
-    def __init__(self, store: SqliteStore, receiver: Receiver, **settings: Any) -> None:
+    def __init__(self, store: Store, receiver: Receiver, **settings: Any) -> None:
         self.store = store
         self.receiver = receiver
         self.clock = FakeClock(NOW)
@@ -114,7 +131,7 @@ class World:
 
 
 @pytest.fixture
-async def world(store: SqliteStore, receiver: Receiver) -> AsyncIterator[World]:
+async def world(store: Store, receiver: Receiver) -> AsyncIterator[World]:
     w = World(store, receiver)
     yield w
     await w.close()
@@ -295,10 +312,10 @@ async def test_the_scheduler_keeps_planning_while_a_channel_fails(world: World) 
     assert alert.deliveries[0].state == "pending"
 
 
-async def test_email_channel(store: SqliteStore, receiver: Receiver) -> None:
+async def test_email_channel(sqlite_store: Store, receiver: Receiver) -> None:
     box = Mailbox()
     async with await serve(box):
-        w = World(store, receiver, smtp_host="127.0.0.1", smtp_port=box.port,
+        w = World(sqlite_store, receiver, smtp_host="127.0.0.1", smtp_port=box.port,
                   smtp_tls="none", smtp_from="tickwork@example.org")
         try:
             job = await w.job({"channels": [{"kind": "email", "to": ["ops@example.org"]}]})
@@ -312,7 +329,7 @@ async def test_email_channel(store: SqliteStore, receiver: Receiver) -> None:
     assert msg["Subject"] == "[tickwork] ALERT: nightly: failed"
 
 
-async def test_defaults_apply_to_jobs_without_alerts(store: SqliteStore,
+async def test_defaults_apply_to_jobs_without_alerts(store: Store,
                                                      receiver: Receiver) -> None:
     hook = {"channels": [{"kind": "webhook", "url": f"{receiver.url}/mail-queue"}]}
     defaults = parse_alert_defaults(json.dumps({"queues": {"mail": hook}}))
@@ -333,6 +350,54 @@ async def test_defaults_apply_to_jobs_without_alerts(store: SqliteStore,
         await w.close()
     assert alert.job_name == "mailer"
     assert [s["path"] for s in receiver.seen] == ["/mail-queue"]
+
+
+async def test_the_default_for_all_jobs_comes_after_the_queues_and_the_jobs_own(
+        store: Store, receiver: Receiver) -> None:
+    def hook(path: str) -> dict[str, Any]:
+        return {"channels": [{"kind": "webhook", "url": f"{receiver.url}/{path}"}]}
+
+    w = World(store, receiver)
+    w.evaluator.defaults = parse_alert_defaults(json.dumps(
+        {"all": hook("all"), "queues": {"mail": hook("mail-queue")}}))
+    try:
+        for name, extra in (("plain", {}), ("mailer", {"queue": "mail"}),
+                            ("own", {"alerts": hook("own")}), ("null", {"alerts": None})):
+            spec = parse_job_document({"name": name, "schedule": {"every": "1m"},
+                                       "kind": "http", "payload": {"url": "https://x.org/"},
+                                       **extra}).spec
+            job = await store.job_create(create_params(spec, next_run_at=None))
+            await add_occurrences(store, job, NOW)
+            [claimed] = (await claim(store, NOW, queue=spec.queue)).claims
+            await complete(store, NOW, completion(claimed, state=DEAD))
+        alerts = await w.judge(1)
+    finally:
+        await w.close()
+    assert sorted(a.job_name for a in alerts) == ["mailer", "null", "own", "plain"]
+    assert sorted((s["json"]["job_name"], s["path"]) for s in receiver.seen) == [
+        ("mailer", "/mail-queue"), ("null", "/all"), ("own", "/own"), ("plain", "/all")]
+
+
+def test_alert_defaults_from_toml_and_the_environment(tmp_path: Path) -> None:
+    text = ('{"all": {"channels": [{"kind": "slack", "webhook_url": "https://hooks.example.org/a"'
+            '}], "late_after": "10m"}, "queues": {"mail": {"channels": [{"kind": "email", '
+            '"to": ["mail@example.org"]}], "consecutive_failures": 5}}}')
+    toml = tmp_path / "tickwork.toml"
+    toml.write_text("alert_defaults = '''\n" + text + "\n'''\n")
+    for settings in (load_settings(env={}, toml_path=str(toml)),
+                     load_settings(env={"TICKWORK_ALERT_DEFAULTS": text}, toml_path=None)):
+        defaults = parse_alert_defaults(settings.alert_defaults)
+        assert defaults.every_job is not None
+        assert defaults.queues is not None
+        every = alert_policy(defaults.every_job)
+        assert (every.channels[0]["kind"], every.late_after) == ("slack", 600)
+        assert alert_policy(defaults.queues["mail"]).consecutive_failures == 5
+        assert defaults.text_for(None, "default") == defaults.every_job
+        assert defaults.text_for(None, "mail") == defaults.queues["mail"]
+    with pytest.raises(ValidationError) as err:
+        load_settings(env={"TICKWORK_ALERT_DEFAULTS": '{"all": {"channels": []}}'},
+                      toml_path=None)
+    assert err.value.field == "alert_defaults.all.channels"
 
 
 @pytest.mark.parametrize(("alerts", "field"), [

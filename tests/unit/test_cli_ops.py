@@ -1,18 +1,23 @@
-"""Run control, the audit trail and alerts on the command line: on a SQLite file and through
-the REST API (the same lines either way), with the actor each way names."""
+"""Run control, the audit trail, alerts, a deleted job's runs and the queues' pause switch on
+the command line: on a SQLite file and through the REST API (the same lines either way), with
+the actor each way names."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_cli_api import ApiThread, normalised, tw  # noqa: F401  (tw: the fixture)
 
+from tickwork.client import AsyncClient
 from tickwork.drivers.alerts import AlertFireParams, AlertResolveParams, NewDelivery
+from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.models import OccurrenceState
+from tickwork.testing.factories import claim
 from tickwork.testing.harness import START, make_harness
 
 JOB = {"name": "hello", "schedule": {"at": "2099-01-01T00:00:00Z"}, "kind": "http",
@@ -141,3 +146,74 @@ def test_upstream_and_alerts_read_alike_on_the_database_and_through_the_api(
     assert json.loads(seen["database"][5][1]) == []
     assert [a["condition"] for a in json.loads(seen["database"][6][1])] == ["late_start"]
     assert normalised(seen["database"][7][1]).count("create") == 1
+
+
+def test_a_deleted_jobs_runs_by_its_name_and_its_id(tw: Any, tmp_path: Path) -> None:  # noqa: F811
+    path = tmp_path / "ledger.jsonl"
+
+    async def go() -> str:
+        async with make_harness(tmp_path) as h:
+            job = await h.client.create_job(recorder("gone", path))
+            await h.client.trigger_job("gone")
+            assert (await h.completed()).state is OccurrenceState.SUCCEEDED
+            h.clock.advance(60)
+            await h.client.trigger_job("gone")  # waits: deleting the job cancels it
+            await h.client.delete_job("gone")
+            return job.id
+
+    job_id = asyncio.run(go())
+    url = f"sqlite:///{tmp_path}/tickwork.db"
+    code, out, err = tw("tokens", "create", "--name", "ci-bot", "--scope", "read",
+                        "--database", url)
+    assert code == 0, err
+    token = out.splitlines()[-1]
+    with ApiThread(url) as server:
+        for extra in (("--database", url), ("--api", server.url, "--token", token)):
+            for ref in ("gone", job_id):
+                code, out, err = tw("runs", "list", "--job", ref, "--json", *extra)
+                assert code == 0, err
+                runs = json.loads(out)
+                assert [(r["job_id"], r["state"]) for r in runs] == [
+                    (job_id, "cancelled"), (job_id, "succeeded")]
+            code, out, _ = tw("runs", "list", "--job", "gone", *extra)
+            assert code == 0
+            assert len(out.splitlines()) == 3  # a header and the two runs
+    assert tw("runs", "list", "--job", "never-was", "--database", url)[0] == 2
+
+
+def test_queues_pause_and_resume(tw: Any, tmp_path: Path) -> None:  # noqa: F811
+    url = f"sqlite:///{tmp_path}/q.db"
+    assert tw("migrate", "--database", url)[0] == 0
+    code, out, err = tw("tokens", "create", "--name", "ops", "--scope", "admin",
+                        "--database", url)
+    assert code == 0, err
+    token = out.splitlines()[-1]
+    assert tw("jobs", "create", "--json", "-", "--database", url,
+              stdin=json.dumps({**JOB, "queue": "mail"}))[0] == 0
+    assert tw("jobs", "trigger", "hello", "--database", url)[0] == 0
+
+    def listed(*extra: str) -> dict[str, Any]:
+        code, out, err = tw("queues", "list", "--json", *extra)
+        assert code == 0, err
+        return {q["name"]: q for q in json.loads(out)}
+
+    async def store_says() -> tuple[bool, int]:
+        """The store's pause switch, and how many runs of the queue a worker claims now."""
+        store = SqliteStore(url)
+        try:
+            [mail] = [q for q in await AsyncClient(store).list_queues() if q.name == "mail"]
+            now = datetime.now(UTC) + timedelta(seconds=1)
+            return mail.paused, len((await claim(store, now, queue="mail")).claims)
+        finally:
+            await store.close()
+
+    assert tw("queues", "pause", "mail", "--database", url) == (0, "paused queue mail\n", "")
+    assert listed("--database", url)["mail"]["paused"] is True
+    assert asyncio.run(store_says()) == (True, 0)
+    with ApiThread(url) as server:
+        api = ("--api", server.url, "--token", token)
+        assert listed(*api)["mail"]["paused"] is True
+        code, out, err = tw("queues", "resume", "mail", "--json", *api)
+        assert (code, json.loads(out)["paused"]) == (0, False), err
+    assert listed("--database", url)["mail"]["paused"] is False
+    assert asyncio.run(store_says()) == (False, 1)  # claimed once resumed

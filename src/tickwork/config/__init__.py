@@ -19,6 +19,7 @@ from typing import Any
 
 from tickwork.config.checks import (
     MAX_CONCURRENCY,
+    check_alert_defaults,
     check_consume,
     check_database,
     check_executors,
@@ -37,7 +38,6 @@ from tickwork.config.priorities import (
     merge_priorities,
     priorities_in_queues,
 )
-from tickwork.document.alerts import parse_alert_defaults
 from tickwork.errors import ConfigError
 from tickwork.executors.base import ExecutorSettings
 from tickwork.logs import LOG_FORMATS
@@ -172,7 +172,7 @@ class Settings:
                     "planner_horizon_seconds", self.planner_horizon_seconds, strict=False)
         check_logs(self.log_level, LOG_LEVELS, self.log_format)
         check_executors(self.executors, _EXECUTOR_KINDS)
-        parse_alert_defaults(self.alert_defaults)
+        check_alert_defaults(self.alert_defaults, self.executors)
         check_consume(self.consume, self.executors.brokers)
 
 

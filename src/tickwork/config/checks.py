@@ -14,9 +14,11 @@ from dataclasses import fields
 from typing import Any
 
 from tickwork.document import QUEUE_NAME, QUEUE_NAME_RULE
+from tickwork.document.alerts import parse_alert_defaults
 from tickwork.drivers import SQLITE, backend_of
 from tickwork.drivers.redis_url import parse_redis_url
 from tickwork.errors import ConfigError, ValidationError
+from tickwork.executors.admission import check_alert_brokers
 from tickwork.executors.base import ExecutorSettings
 from tickwork.executors.email import check_settings as check_smtp_settings
 from tickwork.executors.http import parse_endpoint_secrets
@@ -206,6 +208,21 @@ def _check_outbound(executors: ExecutorSettings) -> None:
                 check_name(secret, "executors.brokers")
             except ValidationError as exc:
                 raise ConfigError(exc.field, f"{exc.reason} (after $secret:)") from None
+
+
+def check_alert_defaults(text: str | None, executors: ExecutorSettings) -> None:
+    """``alert_defaults`` parses, and its publish channels name brokers of
+    ``executors.brokers`` (the process that reads this setting is the one that delivers)."""
+    try:
+        defaults = parse_alert_defaults(text)
+        if defaults.every_job is not None:
+            check_alert_brokers(defaults.every_job, executors, "alert_defaults.all")
+        for queue, policy in (defaults.queues or {}).items():
+            check_alert_brokers(policy, executors, f"alert_defaults.queues.{queue}")
+    except ConfigError:
+        raise
+    except ValidationError as exc:
+        raise ConfigError(exc.field, exc.reason) from None
 
 
 def format_seconds(seconds: float) -> str:

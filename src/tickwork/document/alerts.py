@@ -3,8 +3,10 @@
 ``{"channels": [...], "on": ["dead", "crashed", "missed"], "consecutive_failures": 3,
 "late_after": "5m", "running_longer_than": "1h", "no_success_within": "1d", "cooldown": "1h",
 "resolved": true}``. A channel is ``{"kind": "slack", "webhook_url": ...}``, ``{"kind":
-"email", "to": [...]}`` or ``{"kind": "webhook", "url": ..., "headers": {...}}``: the payload of
-that kind of job without its message, which each alert writes. ``{"$secret": name}`` is
+"email", "to": [...]}``, ``{"kind": "webhook", "url": ..., "headers": {...}}`` or ``{"kind":
+"publish", "broker": ..., "stream": ...}``: the payload of that kind of job without its message,
+which each alert writes (a publish channel's broker is checked against the settings where they
+are known: ``executors/admission.py``). ``{"$secret": name}`` is
 allowed wherever the job kind allows it. The field is kept in the spec as canonical JSON text
 (``JobSpec.alerts``); ``alert_policy`` reads it back.
 """
@@ -24,7 +26,7 @@ from tickwork.executors import validate_payload
 __all__ = ["CHANNEL_KINDS", "FAILED_STATES", "AlertPolicy", "alert_policy", "alerts"]
 
 FAILED_STATES = ("dead", "crashed", "missed")
-CHANNEL_KINDS = ("slack", "email", "webhook")
+CHANNEL_KINDS = ("slack", "email", "webhook", "publish")
 CHANNELS_MAX = 10
 CONSECUTIVE_RANGE = (1, 1000)
 DEFAULT_COOLDOWN_SECONDS = 3600.0
@@ -35,6 +37,8 @@ _CHANNELS: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
     "slack": ("slack", ("webhook_url", "username", "icon_emoji"), {"text": MESSAGE}),
     "email": ("email", ("to", "cc", "bcc"), {"subject": MESSAGE, "text": MESSAGE}),
     "webhook": ("http", ("url", "headers", "signing_secret"), {"method": "POST", "body": {}}),
+    "publish": ("publish", ("broker", "exchange", "routing_key", "subject", "topic", "stream",
+                            "maxlen"), {"body": {}}),
 }
 
 
@@ -149,6 +153,8 @@ def channel_payload(channel: Mapping[str, Any], subject: str, text: str,
         return "slack", {**fields_, "text": text}
     if kind == "email":
         return "email", {**fields_, "subject": subject, "text": text}
+    if kind == "publish":
+        return "publish", {**fields_, "body": dict(event)}
     return "http", {**fields_, "method": "POST", "body": dict(event)}
 
 

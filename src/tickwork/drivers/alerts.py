@@ -30,7 +30,7 @@ MAX_ALERTS = 500  # listed at once
 @dataclass(frozen=True, slots=True)
 class NewDelivery:
     channel: int  # its index in the job's alerts.channels
-    kind: str  # the channel's kind: slack, email, webhook
+    kind: str  # the channel's kind: slack, email, webhook, publish
     payload: str  # the executor payload as JSON, secrets as references
 
 

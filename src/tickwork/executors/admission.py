@@ -10,6 +10,7 @@ python allowlist or shell jobs switched off there say nothing about the workers'
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,20 @@ from tickwork.executors.publish import check_broker
 from tickwork.executors.python import module_refusal, resolve_callable
 from tickwork.executors.shell import resolve_command
 from tickwork.models import JobSpec
+
+
+def check_alert_brokers(alerts: str, settings: ExecutorSettings, field: str) -> None:
+    """Raise ValidationError naming the channel unless each publish channel of ``alerts``
+    (canonical text) names a configured broker and the destination that broker takes, as a
+    publish job's payload must."""
+    for index, channel in enumerate(json.loads(alerts)["channels"]):
+        if channel["kind"] != "publish":
+            continue
+        where = f"{field}.channels[{index}]"
+        try:
+            check_broker(channel, settings)
+        except ValidationError as exc:
+            raise ValidationError(exc.field.replace("payload", where, 1), exc.reason) from None
 
 
 @dataclass(slots=True)
@@ -36,6 +51,8 @@ class JobPolicy:
             self._check_shell(spec.payload)
         elif spec.kind == "publish" and (self.runs_jobs or self.settings.brokers):
             check_broker(spec.payload, self.settings)
+        if spec.alerts is not None and (self.runs_jobs or self.settings.brokers):
+            check_alert_brokers(spec.alerts, self.settings, "alerts")
 
     def _check_python(self, target: str) -> None:
         allowed = self.settings.python_allowed_modules

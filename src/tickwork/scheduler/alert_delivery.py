@@ -2,7 +2,7 @@
 
 Deliveries are claimed from the store with a lease (one sender per delivery, whichever
 process claims it), sent through the executors of the job kinds they use (slack, email,
-http: the same outbound guard and secret resolution as jobs), each within a timeout, and
+http, publish: the same outbound guard and secret resolution as jobs), each within a timeout, and
 their result written back fenced on the attempt number. A failing channel costs this loop a
 timeout at most; it never holds up planning, which runs in loops of its own.
 """
@@ -20,7 +20,7 @@ from tickwork.executors.base import ExecutionContext, Executor
 from tickwork.outcomes import Fail, Success
 from tickwork.scheduler.loop import Loop
 
-JOB_KINDS = {"slack": "slack", "email": "email", "webhook": "http"}
+JOB_KINDS = {"slack": "slack", "email": "email", "webhook": "http", "publish": "publish"}
 BATCH = 20
 
 
