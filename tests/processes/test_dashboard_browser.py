@@ -1,9 +1,9 @@
 """The dashboard end to end in headless Chromium: create a job through the form, watch it run,
-open its run history; create a calendar and see a fire time struck through; list runs on the
-Runs page, filter them, open a run that failed before it succeeded; see a paused job without a
-next run; cancel a running run and retry a dead one, and read both in the job's history; preview a
-backfill and confirm it, and see its runs in the job's history; the same dashboard mounted
-under a prefix. Screenshots go to test-artifacts/
+open its run history; list runs on the Runs page, filter them by state, queue, job and time,
+open a run that failed before it succeeded; see a paused job without a next run; cancel a
+running run and retry a dead one, and read both in the job's history; preview a backfill and
+confirm it, and see its runs in the job's history; the same dashboard mounted under a prefix
+(the calendars: test_dashboard_calendars_browser.py). Screenshots go to test-artifacts/
 (git-ignored)."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import os
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from fastapi import FastAPI
@@ -126,7 +127,7 @@ async def test_runs_page_filters_and_a_run_with_a_failed_attempt(
     assert client is not None
     await client.create_job(FLAKY)
     await client.create_job(PAUSED)
-    await client.trigger_job("flaky-browser")
+    triggered = (await client.trigger_job("flaky-browser")).scheduled_at
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
         page = await browser.new_page(viewport={"width": 1280, "height": 900},
@@ -150,6 +151,29 @@ async def test_runs_page_filters_and_a_run_with_a_failed_attempt(
         await page.fill("#run-queue", "no-such-queue")
         await expect(page.get_by_text("No runs match.")).to_be_visible()
         await page.fill("#run-queue", "default")
+        await expect(succeeded).to_have_count(1)
+        # The job filter: a job without runs, a job that does not exist, the flaky one.
+        await page.fill("#run-job", "paused-browser")
+        await expect(page.get_by_text("No runs match.")).to_be_visible()
+        await page.fill("#run-job", "no-such-job")
+        await expect(page.get_by_text("No job named no-such-job.")).to_be_visible()
+        await page.fill("#run-job", "flaky-browser")
+        await expect(succeeded).to_have_count(1)
+        # The time range, in the browser's zone (datetime-local): from a second after the
+        # run, nothing; around it, the run; before the second it was scheduled in, nothing.
+        berlin = ZoneInfo("Europe/Berlin")
+
+        def local(t: datetime) -> str:
+            return t.astimezone(berlin).strftime("%Y-%m-%dT%H:%M:%S")
+
+        await page.fill("#run-since", local(triggered + timedelta(seconds=1)))
+        await expect(page.get_by_text("No runs match.")).to_be_visible()
+        await page.fill("#run-since", local(triggered - timedelta(minutes=1)))
+        await page.fill("#run-until", local(triggered + timedelta(minutes=1)))
+        await expect(succeeded).to_have_count(1)
+        await page.fill("#run-until", local(triggered.replace(microsecond=0)))
+        await expect(page.get_by_text("No runs match.")).to_be_visible()
+        await page.fill("#run-until", "")
         await expect(succeeded).to_have_count(1)
         await page.screenshot(path=str(ARTIFACTS / "dashboard-runs.png"))
 
@@ -203,58 +227,6 @@ async def test_the_dashboard_works_mounted_under_a_prefix(service: EmbeddedServi
         assert errors == []
     finally:
         await server.stop()
-
-
-async def test_a_calendar_strikes_a_fire_time_on_the_job_page(
-        service: EmbeddedService) -> None:
-    need_chromium()
-    from playwright.async_api import async_playwright, expect
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    tomorrow = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
-        page = await browser.new_page(viewport={"width": 1280, "height": 900},
-                                      timezone_id="Europe/Berlin")
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.on("dialog", lambda dialog: dialog.accept())
-        await page.goto(f"{base_of(service)}/dashboard/")
-        await page.get_by_role("link", name="Calendars").click()
-        await expect(page.get_by_text("No calendars yet.")).to_be_visible()
-        await page.fill("#c-name", "holidays")
-        await page.fill("#c-dates", "2030-02-30")  # not a date: the field says so
-        await page.get_by_role("button", name="Create calendar").click()
-        await expect(page.locator("#ce-dates")).to_contain_text("dates[0]")
-        await page.fill("#c-dates", f"{tomorrow}\n2031-08-01..2031-08-15")
-        await page.fill("#c-weekly", "Fri 18:00 - Mon 06:00")
-        await page.get_by_role("button", name="Create calendar").click()
-        await expect(page.locator("#calendar-name")).to_have_text("holidays")
-        await page.screenshot(path=str(ARTIFACTS / "dashboard-calendar.png"))
-
-        await page.get_by_role("link", name="New job").click()
-        await page.fill("#f-name", "noon")
-        await page.fill("#f-cron", "0 12 * * 1-4")  # Monday to Thursday: the window spares it
-        await page.fill("#f-timezone", "UTC")
-        await page.fill("#f-exclude", "holidays")
-        await page.select_option("#f-kind", "python")
-        await page.fill("#f-payload", json.dumps({"callable": "tickwork.cli.demo:tick"}))
-        await page.get_by_role("button", name="Create job").click()
-        await expect(page.locator("#job-name")).to_have_text("noon")
-        struck = page.locator("ol.times li.excluded s")
-        if datetime.fromisoformat(tomorrow).isoweekday() <= 4:  # tomorrow fires, but for it
-            await expect(struck).to_have_count(1)
-            await expect(page.locator("ol.times li.excluded")).to_contain_text(
-                f"excluded by calendar 'holidays': {tomorrow}")
-        await expect(page.locator("ol.times li:not(.excluded)")).to_have_count(5)
-        await page.screenshot(path=str(ARTIFACTS / "dashboard-job-calendar.png"))
-
-        await page.goto(f"{base_of(service)}/dashboard/#/calendars/holidays")
-        await expect(page.get_by_role("link", name="noon")).to_be_visible()
-        await page.get_by_role("button", name="Delete").click()
-        await expect(page.get_by_role("status")).to_contain_text("'noon'")
-        await browser.close()
-    assert errors == []
 
 
 def base_of(service: EmbeddedService) -> str:

@@ -14,7 +14,7 @@ MINUTE = timedelta(minutes=1)
 
 def is_fixed(expr: str) -> bool:
     parts = expr.split()
-    time_fields = parts[:3] if len(parts) == 6 else parts[:2]
+    time_fields = parts[:3] if len(parts) >= 6 else parts[:2]
     return all("*" not in f and "/" not in f for f in time_fields)
 
 
@@ -62,15 +62,17 @@ def transition_between(tz: str, start: datetime, end: datetime) -> bool:
 
 
 def brute_force(expr: str, tz: str, start: datetime, end: datetime,
-                match: Matcher | None = None) -> list[datetime]:
+                match: Matcher | None = None, step: timedelta = MINUTE) -> list[datetime]:
     """Every fire in ``(start, end)`` by enumeration (G9): each real instant whose local time
-    matches, or for a fixed-time expression each matching local time, resolved once."""
+    matches, or for a fixed-time expression each matching local time, resolved once. A
+    wildcard's instants are counted every ``step`` from a UTC multiple of it: a quarter hour is
+    enough when the minutes are multiples of 15 and the zone's offsets whole quarter hours."""
     zone, match = ZoneInfo(tz), match or Matcher(expr)
     seconds = sorted(match.sim.seconds)
     if not is_fixed(expr):
-        first = start.replace(second=0, microsecond=0)
-        instants = (first + MINUTE * i + timedelta(seconds=s)
-                    for i in range(int((end - first) / MINUTE) + 1) for s in seconds)
+        first = start - (start - datetime(2000, 1, 1, tzinfo=UTC)) % step
+        instants = (first + step * i + timedelta(seconds=s)
+                    for i in range(int((end - first) / step) + 1) for s in seconds)
         return [u for u in instants
                 if start < u < end and match(u.astimezone(zone).replace(tzinfo=None))]
     fires = set()

@@ -193,6 +193,43 @@ def test_a_weekly_window_in_a_zone_with_dst() -> None:
     assert hourly.next_after(utc(2030, 3, 29, 16)) == utc(2030, 4, 1, 4)  # Mon 06:00 CEST
 
 
+def test_days_and_windows_are_wall_clock_across_dst_changes() -> None:
+    """Europe/Berlin 2030: 02:00-02:59 skipped on 31 March, repeated on 27 October. A date
+    covers its 23 or 25 hours; a window's edges are local readings, judged at the time a run
+    fires (a run moved out of the gap is judged at 03:00); a repeated reading is covered both
+    times or neither (docs/schedules.md, calendars across a DST change)."""
+    days = {"c": cal(dates=["2030-10-27"])}
+    hourly = compile_schedule(daily("0 * * * *", "Europe/Berlin", exclude=("c",)), days)
+    assert preview(hourly, utc(2030, 10, 26, 20, 30), 2) == [
+        utc(2030, 10, 26, 21), utc(2030, 10, 27, 23)]  # Sat 23:00 CEST, then Mon 00:00 CET
+    ends_in_gap = {"c": cal(weekly=["Sat 22:00 - Sun 02:30"])}
+    nightly = compile_schedule(daily("30 2 * * *", "Europe/Berlin", exclude=("c",)), ends_in_gap)
+    assert nightly.next_after(utc(2030, 3, 30, 12)) == utc(2030, 3, 31, 1)  # 03:00: kept
+    starts_in_gap = {"c": cal(weekly=["Sun 02:30 - Sun 04:00"])}
+    nightly = compile_schedule(daily("30 2 * * *", "Europe/Berlin", exclude=("c",)),
+                               starts_in_gap)
+    assert nightly.next_after(utc(2030, 3, 30, 12)) == utc(2030, 4, 1, 0, 30)  # 03:00: dropped
+    assert nightly.next_after(utc(2030, 10, 26, 12)) == utc(2030, 10, 28, 1, 30)
+    quarter = compile_schedule(daily("*/15 * * * *", "Europe/Berlin", exclude=("c",)),
+                               starts_in_gap)
+    assert preview(quarter, utc(2030, 10, 26, 23, 50), 5) == [
+        utc(2030, 10, 27, 0), utc(2030, 10, 27, 0, 15),   # 02:00, 02:15 CEST
+        utc(2030, 10, 27, 1), utc(2030, 10, 27, 1, 15),   # 02:00, 02:15 CET: free again
+        utc(2030, 10, 27, 3)]                             # 04:00 CET, the window's end
+    assert preview(quarter, utc(2030, 3, 30, 23, 50), 5) == [
+        utc(2030, 3, 31, 0), utc(2030, 3, 31, 0, 15), utc(2030, 3, 31, 0, 30),
+        utc(2030, 3, 31, 0, 45), utc(2030, 3, 31, 2)]   # 01:00-01:45 CET, then 04:00 CEST
+    # The planner's skips and the preview's one-by-one listing agree across the fold.
+    fires = preview_fires(quarter, utc(2030, 10, 26, 23, 50), 5)
+    assert [f.at for f in fires if f.excluded_by is None] == preview(
+        quarter, utc(2030, 10, 26, 23, 50), 5)
+    early = {"c": cal(weekly=["Sun 02:00 - Sun 02:30"])}
+    within = compile_schedule(daily("*/15 * * * *", "Europe/Berlin", only=("c",)), early)
+    assert preview(within, utc(2030, 10, 26, 23, 50), 4) == [
+        utc(2030, 10, 27, 0), utc(2030, 10, 27, 0, 15),   # 02:00, 02:15 CEST
+        utc(2030, 10, 27, 1), utc(2030, 10, 27, 1, 15)]   # and again in CET
+
+
 def test_only_restricts_to_a_calendar() -> None:
     weekend = cal(weekly=["Sat-Sun"])
     schedule = compile_schedule(daily(only=("c",)), {"c": weekend})

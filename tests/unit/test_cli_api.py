@@ -385,3 +385,62 @@ def test_redis_is_the_servers_business_with_api(tw: Any) -> None:
 def test_a_bad_api_url_is_bad_input(tw: Any, api_url: str, message: str) -> None:
     assert tw("jobs", "list", "--api", api_url, "--token", "tw_x") == (
         2, "", f"tickwork: error: {message}\n")
+
+
+TOKEN_SESSION: list[tuple[str, ...]] = [
+    ("tokens", "create", "--name", "deploy", "--scope", "write"),
+    ("tokens", "create", "--name", "acme-ci", "--scope", "read", "--namespace", "acme"),
+    ("tokens", "list"),
+    ("tokens", "list", "--json"),
+    ("tokens", "revoke", "deploy"),
+    ("tokens", "revoke", "{acme-ci}"),  # by its id
+    ("tokens", "list", "--json"),
+    # what the user gets wrong: status 2 and the same one line either way
+    ("tokens", "revoke", "deploy"),
+    ("tokens", "revoke", "nosuch"),
+    ("tokens", "create", "--name", "cli-read", "--scope", "read"),
+    ("tokens", "create", "--name", " ", "--scope", "read"),
+    ("tokens", "create", "--name", "x", "--scope", "read", "--namespace", "Not One"),
+]
+
+
+def test_tokens_say_the_same_through_the_api_as_on_the_database(
+        tw: Any, tmp_path: Path, api: tuple[str, dict[str, str]]) -> None:
+    url, tokens = api
+    local, local_tokens = new_database(tw, tmp_path / "local.db")
+    with ApiThread(local) as other:  # its admin token used once, as the API's will be
+        assert tw("tokens", "list", "--api", other.url, "--token", local_tokens["admin"])[0] == 0
+    seen: dict[str, list[tuple[int, str, str]]] = {"database": [], "api": []}
+    for mode, extra in (("database", ("--database", local)),
+                        ("api", ("--api", url, "--token", tokens["admin"]))):
+        for args in TOKEN_SESSION:
+            ref = "{acme-ci}"
+            if ref in args:
+                listed = json.loads(tw("tokens", "list", "--json", *extra)[1])
+                [ref] = [t["id"] for t in listed if t["name"] == "acme-ci"]
+            code, out, err = tw(*(ref if a == "{acme-ci}" else a for a in args), *extra)
+            seen[mode].append((code, token_normalised(out), token_normalised(err)))
+    for args, there, here in zip(TOKEN_SESSION, seen["database"], seen["api"], strict=True):
+        assert here == there, " ".join(args)
+    assert [code for code, _, _ in seen["api"]] == [0] * 7 + [2] * 5
+    created = seen["api"][0][1]
+    assert created == ("created token 'deploy' (<tok>, scope write); it is shown only this "
+                       "once:\n<secret>\n")
+    listed = json.loads(seen["api"][6][1])
+    assert [(t["name"], t["scope"], t["namespace"], t["revoked_at"]) for t in listed] == [
+        ("cli-read", "read", None, None), ("cli-write", "write", None, None),
+        ("cli-admin", "admin", None, None), ("deploy", "write", None, "<time>"),
+        ("acme-ci", "read", "acme", "<time>")]
+    for _, _, err in seen["api"][7:]:
+        assert err.startswith("tickwork: error: "), err
+        assert err.count("\n") == 1, err
+    # the revoked token is refused from now on, and a non-admin token may not manage tokens
+    code, _, err = tw("tokens", "list", "--api", url, "--token", tokens["write"])
+    assert code == 2
+    assert err.startswith("tickwork: error: --token: "), err
+
+
+def token_normalised(text: str) -> str:
+    text = re.sub(r"\btok_[0-9a-f]{12}\b", "<tok>", text)
+    text = re.sub(r"\btw_[A-Za-z0-9_-]{43}\b", "<secret>", text)
+    return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "<time>", text)

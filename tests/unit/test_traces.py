@@ -1,36 +1,58 @@
 """Traces: a span per attempt through OpenTelemetry's SDK (in-memory exporter), its trace
-context sent to a real local HTTP server as ``traceparent``; nothing imported when off."""
+context sent to a real local HTTP server and with messages to the real brokers as
+``traceparent``; nothing imported when off."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
+import aiomqtt
+import aiormq
+import nats
 import pytest
 from aiohttp import web
-from opentelemetry.sdk.trace import TracerProvider
+from nats.js.api import StreamConfig
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
+from redis.asyncio import Redis
 
 from tickwork.config import Settings
 from tickwork.errors import ConfigError
+from tickwork.models import rfc3339
 from tickwork.runtime import tracing
 from tickwork.runtime.tracing import attempt_tracer, tracing_wanted
-from tickwork.testing.harness import Harness
+from tickwork.testing.brokers import require, unique
+from tickwork.testing.harness import START, Harness, make_harness
 from tickwork.worker.otel import OtelAttempts
+
+
+def traced(h: Harness) -> InMemorySpanExporter:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    h.pool.tracer = OtelAttempts(provider)
+    return exporter
 
 
 @pytest.fixture
 def spans(harness: Harness) -> InMemorySpanExporter:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    harness.pool.tracer = OtelAttempts(provider)
-    return exporter
+    return traced(harness)
+
+
+def traceparent(span: ReadableSpan) -> str:
+    ctx = span.get_span_context()
+    assert ctx is not None
+    return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
 
 
 @pytest.fixture
@@ -79,11 +101,79 @@ async def test_an_http_attempt_is_a_span_and_its_target_gets_traceparent(
         "tickwork.outcome": "succeeded", "tickwork.state": "succeeded"}
     assert str(attributes["tickwork.scheduled_at"]).endswith("Z")
     (headers,) = seen
-    ctx = span.get_span_context()
-    assert headers["traceparent"] == (f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-"
-                                      f"{int(ctx.trace_flags):02x}")
-    assert ctx.trace_flags.sampled
+    assert headers["traceparent"] == traceparent(span)
+    assert span.get_span_context().trace_flags.sampled
     assert headers["Idempotency-Key"] == key
+
+
+async def test_a_publish_attempt_sends_its_trace_context_with_the_message(
+        tmp_path: Path) -> None:
+    """Each broker carries ``traceparent`` where it carries the idempotency key: a Redis
+    stream field, RabbitMQ headers, NATS headers, MQTT 5 user properties, MQTT 3.1.1's JSON
+    envelope; each message the trace context of its own attempt's span."""
+    urls = {family: require(family) for family in ("redis", "amqp", "nats", "mqtt")}
+    stream, exchange, queue, subject = unique(), unique(), unique(), unique(".")
+    topics = {"mqtt": f"{unique()}/v5", "mqtt3": f"{unique()}/v3"}
+    redis = Redis.from_url(urls["redis"], decode_responses=True)
+    amqp = await aiormq.connect(urls["amqp"])
+    nc = await nats.connect(urls["nats"])
+    js = nc.jetstream()
+    got: dict[str, asyncio.Queue[Any]] = {name: asyncio.Queue() for name in ("amqp", "nats")}
+    mqtt_url = urlsplit(urls["mqtt"])
+    try:
+        channel = await amqp.channel()
+        await channel.exchange_declare(exchange, exchange_type="fanout", auto_delete=True)
+        await channel.queue_declare(queue, exclusive=True, auto_delete=True)
+        await channel.queue_bind(queue, exchange, routing_key="")
+        await channel.basic_consume(queue, got["amqp"].put, no_ack=True)
+        await js.add_stream(StreamConfig(name=unique("_"), subjects=[subject]))
+        await nc.subscribe(subject, cb=got["nats"].put)
+        async with aiomqtt.Client(mqtt_url.hostname or "127.0.0.1", mqtt_url.port or 1883,
+                                  protocol=aiomqtt.ProtocolVersion.V5) as sub:
+            for topic in topics.values():
+                await sub.subscribe(topic, qos=1)
+            brokers = (*urls.items(), ("mqtt3", f"{urls['mqtt']}?protocol=3.1.1"))
+            payloads = {"redis": {"stream": stream}, "amqp": {"exchange": exchange},
+                        "nats": {"subject": subject}, "mqtt": {"topic": topics["mqtt"]},
+                        "mqtt3": {"topic": topics["mqtt3"]}}
+            async with make_harness(tmp_path, brokers=brokers) as h:
+                spans = traced(h)
+                for name, where in payloads.items():
+                    await h.client.create_job({
+                        "name": name, "schedule": {"at": rfc3339(START)}, "kind": "publish",
+                        "payload": {"broker": name, "body": {"from": name}, **where},
+                        "retry": {"max_attempts": 1}})
+                await h.tick()
+                done = await h.completed_n(len(payloads))
+            assert [c.error for c in done if c.state.value != "succeeded"] == []
+            mqtt: dict[str, Any] = {}
+            async with asyncio.timeout(10):
+                async for message in sub.messages:
+                    mqtt[str(message.topic)] = message
+                    if len(mqtt) == len(topics):
+                        break
+        parent = {span.name.removeprefix("tickwork.attempt "): traceparent(span)
+                  for span in spans.get_finished_spans()}
+        assert len(set(parent.values())) == len(payloads)  # one trace per attempt
+        [(_, fields)] = await redis.xrange(stream)
+        assert fields["traceparent"] == parent["redis"]
+        message = await asyncio.wait_for(got["amqp"].get(), 10)
+        assert (message.header.properties.headers or {})["traceparent"] == parent["amqp"]
+        message = await asyncio.wait_for(got["nats"].get(), 10)
+        assert message.headers["traceparent"] == parent["nats"]
+        v5 = mqtt[topics["mqtt"]]
+        assert dict(v5.properties.UserProperty)["traceparent"] == parent["mqtt"]
+        v3 = json.loads(bytes(mqtt[topics["mqtt3"]].payload))
+        assert v3["tickwork"]["traceparent"] == parent["mqtt3"]
+        assert v3["body"] == {"from": "mqtt3"}
+    finally:
+        await redis.delete(stream)
+        await redis.aclose()
+        await amqp.close()
+        for info in await js.streams_info():
+            if subject in (info.config.subjects or []):
+                await js.delete_stream(info.config.name)
+        await nc.close()
 
 
 async def test_a_failed_attempt_is_an_error_span(

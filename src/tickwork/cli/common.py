@@ -90,17 +90,25 @@ class ManagementClient(Protocol):
                               replace: bool = False, source: str = ...) -> CalendarChange: ...
 
 
+def through_api(target: Target) -> bool:
+    """Whether the command goes through the REST API: ``--api`` (or ``TICKWORK_API_URL``,
+    unless a ``--database`` flag is given). Raises ValidationError for both flags at once."""
+    if not target.remote or (target.api_from_env and target.database):
+        return False
+    if target.database:
+        raise ValidationError("--api", "give --api or --database, not both")
+    if target.redis:
+        raise ValidationError("--redis", "is the server's business with --api: the API "
+                              "process feeds Redis itself")
+    return True
+
+
 async def open_client(target: Target, *, create: bool = False) -> ManagementClient:
     """A client on the configured database, or on the REST API with ``--api``. Only a
     command that adds something (``create``) creates or upgrades the database; the others
     refuse one that is missing. On a database it sees ``--namespace``, or without it every
     namespace (and creates in ``default``)."""
-    if target.remote and not (target.api_from_env and target.database):
-        if target.database:
-            raise ValidationError("--api", "give --api or --database, not both")
-        if target.redis:
-            raise ValidationError("--redis", "is the server's business with --api: the API "
-                                  "process feeds Redis itself")
+    if through_api(target):
         from tickwork.cli.remote import RemoteClient  # noqa: PLC0415  (httpx loads only for --api)
 
         return RemoteClient(str(target.api), target.token, namespace=target.namespace)

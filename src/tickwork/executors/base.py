@@ -66,7 +66,8 @@ class ExecutionContext:
     deadline: datetime
     timeout_seconds: float
     # Trace context to pass on (``traceparent``, ``tracestate``) when the worker traces
-    # attempts (tickwork.worker.otel); http jobs send them as headers.
+    # attempts (tickwork.worker.otel); http jobs send them as headers, publish jobs with the
+    # message (publish.message_for).
     trace_headers: Mapping[str, str] = field(default_factory=dict)
     # For a run a chain triggered: the run of the other job whose end triggered it.
     upstream: Upstream | None = None

@@ -4,8 +4,9 @@ Payload: ``{"broker": "events", "exchange": "jobs", "routing_key": "billing.run"
 for RabbitMQ, ``"subject"`` for NATS JetStream, ``"topic"`` for MQTT, ``"stream"`` (and
 ``"maxlen"``) for Redis Streams. A job names a broker configured in the settings
 (``ExecutorSettings.brokers``): its URL and credentials never sit in a job. The message is the
-body as JSON, with the idempotency key, the attempt, the scheduled time and the job id as
-headers (``brokers.py`` says how each broker carries them).
+body as JSON, with the idempotency key, the attempt, the scheduled time, the job id and, when
+attempts are traced, the trace context (``traceparent``) as headers (``brokers.py`` says how
+each broker carries them).
 
 A refused address, a missing library, a login refused or a broker name this worker does not know
 is fatal; a connection failure, a nack, a missing exchange or stream, or no ack in time is
@@ -162,6 +163,9 @@ def check_settings(brokers: tuple[tuple[str, str], ...]) -> str | None:
 
 
 def message_for(ctx: ExecutionContext, body: object) -> Message:
+    """The message of one attempt. When attempts are traced, the span's W3C trace context
+    (``traceparent``, and ``tracestate`` or ``baggage`` when there are) rides along under its
+    own names, as headers and as fields, so a consumer's spans join the attempt's trace."""
     meta = {
         "Idempotency-Key": ctx.idempotency_key,
         "Tickwork-Attempt": str(ctx.attempt),
@@ -172,6 +176,9 @@ def message_for(ctx: ExecutionContext, body: object) -> Message:
     fields = {"body": data, "idempotency_key": ctx.idempotency_key,
               "scheduled_at": meta["Tickwork-Scheduled-At"], "attempt": meta["Tickwork-Attempt"],
               "job": ctx.job_id}
+    for name, value in ctx.trace_headers.items():
+        meta.setdefault(name, value)  # never over one of tickwork's own
+        fields.setdefault(name, value)
     return Message(body=data.encode(), meta=meta, fields=fields)
 
 

@@ -41,6 +41,7 @@ from tickwork.schedules.words import join
 
 RULE_TYPES = ("weekly", "monthly")
 MAX_TIMES = 24
+FOLD_REACH = timedelta(hours=3)  # more than any zone's clocks go back at once
 HORIZON_DAYS = 8 * 366  # as the cron engine: no fire time within 8 years means none
 _SKIPS = 100_000
 _ORDINALS = {1: "st", 2: "nd", 3: "rd"}
@@ -166,6 +167,29 @@ class _Wall:
 
     def local(self, t: datetime) -> datetime:
         return (t if self.zone is None else t.astimezone(self.zone)).replace(tzinfo=None)
+
+    def before_a_fold(self, t: datetime, target: datetime) -> datetime:
+        """``target``, or sooner the instant the clocks go back, when they do within 3 hours
+        after ``t``. A calendar skip judges readings, and the readings a fold shows again may
+        be ones it never judged: a window from 02:30 does not cover the second 02:00-02:29,
+        so a skip from 02:30 to the window's end must stop at the fold. (A fold more than its
+        own length after ``t`` shows only readings the skip passed over, but stopping there
+        costs one more look, nothing else.)"""
+        if self.zone is None:
+            return target
+        end = min(target, t + FOLD_REACH)
+        before = t.astimezone(self.zone).utcoffset()
+        after = end.astimezone(self.zone).utcoffset()
+        if before is None or after is None or after >= before:
+            return target
+        low, high = int(t.timestamp()), int(end.timestamp())  # no zone changes twice in 3 h
+        while high - low > 1:
+            mid = (low + high) // 2
+            if datetime.fromtimestamp(mid, self.zone).utcoffset() == before:
+                low = mid
+            else:
+                high = mid
+        return datetime.fromtimestamp(high, UTC)
 
 
 def _ordinal(n: int) -> str:
@@ -353,7 +377,7 @@ class CalendarSchedule:
                 break
         if self.only and not any(c.reason_at(local) is not None for c in self.only):
             local = min(c.next_start(local) for c in self.only)
-        return self.wall.instant(local)
+        return self.wall.before_a_fold(t, self.wall.instant(local))
 
     def next_after(self, after: datetime) -> datetime | None:
         if self.only and not any(_covers_something(c) for c in self.only):

@@ -6,7 +6,8 @@ without the extra nothing here loads. Each attempt gets a span ``tickwork.attemp
 name>`` with the job's id, name and kind, the queue, the attempt number, the idempotency key,
 the scheduled time and, when it ends, the outcome and the occurrence's next state. The span is
 current while the attempt runs, so spans a Python job starts are its children, and its W3C
-trace context (``traceparent``) goes to http jobs' targets as headers.
+trace context (``traceparent``) goes to http jobs' targets as headers and with publish jobs'
+messages.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ class AttemptSpan(Protocol):
 
     @property
     def headers(self) -> Mapping[str, str]:
-        """The trace context to send on (``traceparent``), for http jobs."""
+        """The trace context to send on (``traceparent``), for http and publish jobs."""
         ...
 
     def end(self, result: Result | None, completion: Completion | None) -> None:
