@@ -98,9 +98,13 @@ class Target:
 REDIS_HELP = "redis://host:port/db when the deployment dispatches through Redis"
 
 
-def store_options(*, redis: str | None = None, api: bool = False) -> Callable[[F], F]:
+def store_options(*, redis: str | None = None, api: bool = False,
+                  namespace: bool = True) -> Callable[[F], F]:
     """--database and --config (with ``redis``, --redis with that help; with ``api``, --api,
-    --token and --namespace), handed to the command as one ``target: Target``."""
+    --token and, unless not ``namespace``, --namespace), handed to the command as one
+    ``target: Target``. A command whose --namespace means something else (the owner of a
+    queue) passes ``namespace=False`` and declares its own."""
+    scoped = api and namespace
 
     def decorate(command: F) -> F:
         @functools.wraps(command)
@@ -112,7 +116,7 @@ def store_options(*, redis: str | None = None, api: bool = False) -> Callable[[F
                             api=params.pop("api") if api else None,
                             token=params.pop("token") if api else None,
                             api_from_env=source is click.core.ParameterSource.ENVIRONMENT,
-                            namespace=params.pop("namespace") if api else None)
+                            namespace=params.pop("namespace") if scoped else None)
             return command(*args, target=target, **params)
 
         options: list[Callable[[F], F]] = [
@@ -133,11 +137,13 @@ def store_options(*, redis: str | None = None, api: bool = False) -> Callable[[F
                              show_envvar=True, help="the API token for --api (tickwork "
                              "tokens create); prefer the variable, which stays out of "
                              "shell history"),
+            ]
+        if scoped:
+            options.append(
                 click.option("--namespace", metavar="NAME", envvar=NAMESPACE_ENV,
                              show_envvar=True, help="the only namespace to see and change "
                              "(default: every one, creating in 'default'; with --api, a "
-                             "token of one namespace always sees its own)"),
-            ]
+                             "token of one namespace always sees its own)"))
         wrapped: Any = with_target
         for option in reversed(options):
             wrapped = option(wrapped)
