@@ -6,13 +6,16 @@ one that does not exist)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from test_api import assert_problem
 
@@ -22,9 +25,13 @@ from tickwork.cli.main import main
 from tickwork.client import AsyncClient
 from tickwork.clock import FakeClock
 from tickwork.document.limits import Limits
-from tickwork.drivers.limits import Rate
+from tickwork.drivers import open_driver
+from tickwork.drivers.limits import LimitOwners, Rate
+from tickwork.drivers.postgres import store as postgres_store
+from tickwork.drivers.sqlite import store as sqlite_store
 from tickwork.errors import Forbidden, ValidationError
 from tickwork.metrics import Metrics
+from tickwork.testing import postgres as pg
 from tickwork.testing.harness import START
 
 
@@ -263,3 +270,49 @@ def test_the_cli_gives_out_and_shares_back(backend: str, tmp_path: Path,
     # A client of one namespace on the database: a shared queue is not its to pause.
     err = cli(capsys, "queues", "pause", "acme-q", "--namespace", "acme", *db, code=2)
     assert "shared by every namespace" in err
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_what_was_there_before_owners_stays_shared_and_in_default(
+        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A database migrated up to the version before owners keeps its queues and keys shared,
+    and the versions commands recorded become ``default``'s, once migrated on."""
+    module: Any = sqlite_store if backend == "sqlite" else postgres_store
+    last = 15 if backend == "sqlite" else 14
+    every = module.MIGRATIONS
+    monkeypatch.setattr(module, "MIGRATIONS", [m for m in every if m[0] < last])
+    with contextlib.ExitStack() as stack:
+        url = (f"sqlite:///{tmp_path}/old.db" if backend == "sqlite"
+               else stack.enter_context(pg.scratch_database()))
+        driver = open_driver(url)
+        try:
+            await driver.migrate()
+            rows = ("INSERT INTO job_versions (name, version, updated_at) "
+                    "VALUES ('report', 7, {t})",
+                    "INSERT INTO queues (name, paused, updated_at, max_running) "
+                    "VALUES ('payments', {f}, {t}, 3)",
+                    "INSERT INTO limit_keys (key, rate_count, rate_seconds, burst, updated_at) "
+                    "VALUES ('api', 5, 1, 5, {t})")
+            if backend == "sqlite":
+                with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+                    for row in rows:
+                        conn.execute(row.format(t=0, f=0))
+            else:
+                async with await psycopg.AsyncConnection.connect(url) as conn:
+                    for row in rows:
+                        await conn.execute(row.format(t="now()", f="false"))
+            monkeypatch.setattr(module, "MIGRATIONS", every)
+            assert await driver.store.migrations_pending() == [
+                version for version, _, _ in every if version >= last]
+            await driver.migrate()
+            assert await driver.store.job_version_get("report") == 7
+            assert await driver.store.job_version_get("report", "acme") is None
+            client = AsyncClient(driver.store, clock=FakeClock(START))
+            assert await client.admin.limit_owners() == LimitOwners()
+            acme = client.scoped("acme")
+            assert [(q.name, q.namespace, q.max_running) for q in await acme.list_queues()] \
+                == [("payments", None, 3)]
+            assert [(k.key, k.namespace) for k in await acme.list_limits()] == [("api", None)]
+            await acme.create_job(doc("uses-them", queue="payments", limit_key="api"))
+        finally:
+            await driver.close()
