@@ -2,14 +2,14 @@
 
 A queue's or a key's row may name one namespace that owns it; most name none and are shared
 by every namespace, as all were before owners existed. Only a client (or token) without a
-namespace gives one to a namespace or shares it again. A client of one namespace:
+namespace gives one to a namespace or shares it again.
 
-- changes (pauses, limits, deletes) what its namespace owns; a shared one is Forbidden (it may
-  read it, not change it); one another namespace owns is not found, worded as for one that
-  does not exist, so whether it exists is not revealed;
-- creates and changes jobs that name a queue or ``limit_key`` its namespace owns or a shared
-  one: naming one another namespace owns is refused (ValidationError naming the field), in
-  the same words as for one that does not exist.
+- A client of one namespace changes (pauses, limits, deletes) what its namespace owns; a
+  shared one is Forbidden (it may read it, not change it); one another namespace owns is not
+  found, worded as for one that does not exist, so whether it exists is not revealed.
+- A job names a queue or ``limit_key`` its namespace owns or a shared one, whoever creates
+  it: naming one another namespace owns is refused (ValidationError naming the field), in
+  the same words as for one that does not exist. The claim never looks at owners.
 """
 
 from __future__ import annotations
@@ -63,11 +63,6 @@ def check_names(spec: JobSpec, namespace: str, owners: LimitOwners) -> None:
         owner = owners.keys.get(spec.limit_key)
         if owner is not None and owner != namespace:
             raise ValidationError("limit_key", absent(KEY_BUCKET, spec.limit_key, namespace))
-
-
-def visible(owners: LimitOwners, kind: str, name: str, namespace: str | None) -> bool:
-    owner = (owners.queues if kind == QUEUE_BUCKET else owners.keys).get(name)
-    return namespace is None or owner is None or owner == namespace
 
 
 async def owner_check(namespace: str, owners: Callable[[], Awaitable[LimitOwners]]
