@@ -101,9 +101,9 @@ REDIS_HELP = "redis://host:port/db when the deployment dispatches through Redis"
 def store_options(*, redis: str | None = None, api: bool = False,
                   namespace: bool = True) -> Callable[[F], F]:
     """--database and --config (with ``redis``, --redis with that help; with ``api``, --api,
-    --token and, unless not ``namespace``, --namespace), handed to the command as one
-    ``target: Target``. A command whose --namespace means something else (the owner of a
-    queue) passes ``namespace=False`` and declares its own."""
+    --token and, unless ``namespace`` is False, --namespace), handed to the command as one
+    ``target: Target``. The token commands take no --namespace target: theirs names the
+    token's namespace."""
     scoped = api and namespace
 
     def decorate(command: F) -> F:
