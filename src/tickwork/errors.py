@@ -37,6 +37,11 @@ class OccurrenceNotFound(TickworkError, LookupError):
         super().__init__(f"no run {ref!r}")
 
 
+class Forbidden(TickworkError, PermissionError):
+    """The caller may see this but not change it (a shared queue, to a client of one
+    namespace): 403 in the API."""
+
+
 class Conflict(TickworkError):
     """The request clashes with what is stored (a duplicate name, a finished occurrence)."""
 

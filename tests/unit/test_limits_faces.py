@@ -100,7 +100,7 @@ async def test_queue_limits_through_the_api(api: Api) -> None:
     assert r.status_code == 200, r.text
     assert r.json() | {"tokens": None} == {
         "name": "payments", "paused": False, "waiting": 0, "due": 0, "running": 0,
-        "max_running": 5, "rate": "50/s", "burst": 10, "tokens": None}
+        "max_running": 5, "rate": "50/s", "burst": 10, "tokens": None, "namespace": None}
     listed = (await api.get("/api/v1/queues")).json()["items"]
     assert [(q["name"], q["max_running"], q["rate"]) for q in listed] == [
         ("payments", 5, "50/s")]
@@ -117,7 +117,7 @@ async def test_named_limits_through_the_api(api: Api) -> None:
     put = await api.http.put("/api/v1/limits/github-api", json={"rate": "100/min"},
                              headers=api.auth())
     assert put.json() == {"key": "github-api", "rate": "100/min", "burst": 100,
-                          "tokens": 100.0}
+                          "tokens": 100.0, "namespace": None}
     items = (await api.get("/api/v1/limits")).json()["items"]
     assert [i["key"] for i in items] == ["github-api"]
     assert_problem(await api.http.put("/api/v1/limits/github-api", json={"burst": 2},

@@ -297,7 +297,8 @@ async def test_secrets_set_before_namespaces_move_to_default(
                     await conn.execute(insert + "('smtp', %s, now(), now())",
                                        (b"old-ciphertext",))
             monkeypatch.setattr(module, "MIGRATIONS", every)
-            assert await driver.store.migrations_pending() == [last]
+            assert await driver.store.migrations_pending() == [
+                version for version, _, _ in every if version >= last]
             await driver.migrate()
         finally:
             await driver.close()

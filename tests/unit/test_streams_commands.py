@@ -88,3 +88,55 @@ async def test_a_store_that_cannot_be_reached_leaves_the_command_for_later() -> 
     finally:
         await store.close()
     assert metrics.commands == {}
+
+
+def test_a_command_names_its_namespace() -> None:
+    assert parse_command(body(op="pause", name="report")).namespace == "default"
+    command = parse_command(body(op="upsert", job=JOB, version=1, namespace="acme"))
+    assert (command.name, command.namespace) == ("report", "acme")
+    with pytest.raises(ValidationError) as caught:
+        parse_command(body(op="trigger", name="report", namespace="Not Valid"))
+    assert caught.value.field == "namespace"
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_one_job_name_in_two_namespaces_keeps_two_versions(
+        backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Versions order the changes to one name of one namespace: acme's version 5 does not
+    hold back globex's version 1, nor the command without a namespace (default's)."""
+    url = (f"sqlite:///{tmp_path}/tickwork.db" if backend == "sqlite"
+           else request.getfixturevalue("postgres_url"))
+    client = await AsyncClient.open(url)
+    handler = CommandHandler(client, source="b/s")
+    try:
+        def upsert(version: int, priority: int, **where: str) -> bytes:
+            return body(op="upsert", job={**JOB, "priority": priority}, version=version,
+                        **where)
+
+        assert (await handler.handle(upsert(5, 1, namespace="acme"))).outcome == "applied"
+        assert (await handler.handle(upsert(1, 2, namespace="globex"))).outcome == "applied"
+        assert (await handler.handle(upsert(2, 3))).outcome == "applied"
+        stale = await handler.handle(upsert(4, 9, namespace="acme"))
+        assert stale.outcome == "stale"
+        assert json.loads(stale.reply)["job"]["namespace"] == "acme"
+        assert (await handler.handle(upsert(2, 4, namespace="globex"))).outcome == "applied"
+        versions = [await client.store.job_version_get("report", ns)
+                    for ns in ("acme", "globex", "default")]
+        assert versions == [5, 2, 2]
+        jobs = {ns: await client.scoped(ns).get_job("report")
+                for ns in ("acme", "globex", "default")}
+        assert {ns: j.spec.priority for ns, j in jobs.items()} == {
+            "acme": 1, "globex": 4, "default": 3}
+        assert len({j.id for j in jobs.values()}) == 3
+        paused = await handler.handle(body(op="pause", name="report", namespace="globex"))
+        assert paused.outcome == "applied"
+        assert (await client.scoped("globex").get_job("report")).spec.paused
+        assert not (await client.scoped("acme").get_job("report")).spec.paused
+        deleted = await handler.handle(body(op="delete", name="report", version=6,
+                                            namespace="acme"))
+        assert deleted.outcome == "applied"
+        late = await handler.handle(upsert(6, 1, namespace="acme"))
+        assert late.outcome == "stale"  # a late copy does not bring acme's back
+        assert (await client.scoped("globex").get_job("report")).spec.priority == 4
+    finally:
+        await client.close()

@@ -169,12 +169,13 @@ def actor_of(request: Request) -> str:
 
 
 async def every_namespace(request: Request) -> None:
-    """Refuse a token of one namespace: what is shared by every namespace (queues, calendars,
-    quotas) is changed only by a caller that sees them all. After ``require``."""
+    """Refuse a token of one namespace: what is shared by every namespace (calendars, quotas)
+    is changed only by a caller that sees them all. After ``require``. (Queues and limit keys
+    may be owned by a namespace: the client decides, client/owners.py.)"""
     principal = getattr(request.state, PRINCIPAL_STATE, None)
     if principal is not None and principal.namespace is not None:
-        raise forbidden("queues, calendars and quotas are shared by every namespace: changing "
-                        "them needs a token without a namespace")
+        raise forbidden("calendars and quotas are shared by every namespace: changing them "
+                        "needs a token without a namespace")
 
 
 Actor = Annotated[str, Depends(actor_of)]

@@ -1,9 +1,9 @@
 """The one place errors become HTTP: RFC 9457 problem details (``application/problem+json``).
 
-tickwork's own errors map by class (ValidationError 422, LookupError 404, Conflict 409,
-StoreUnavailable 503); errors that exist only at the HTTP edge (401, 403, 413, 415) are
-``HttpProblem``; FastAPI's request validation and Starlette's routing errors are rewritten into
-the same shape. Nothing else in the API builds an error response.
+tickwork's own errors map by class (ValidationError 422, LookupError 404, Forbidden 403,
+Conflict 409, StoreUnavailable 503); errors that exist only at the HTTP edge (401, 403, 413,
+415) are ``HttpProblem``; FastAPI's request validation and Starlette's routing errors are
+rewritten into the same shape. Nothing else in the API builds an error response.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tickwork.errors import (
     Conflict,
+    Forbidden,
     QuotaExceeded,
     StoreUnavailable,
     TickworkError,
@@ -85,6 +86,8 @@ def problem_for(exc: BaseException) -> JSONResponse:  # noqa: PLR0911  (one bran
                                 errors=[{"field": exc.field, "message": exc.reason}])
     if isinstance(exc, LookupError):
         return problem_response(404, _lookup_detail(exc), slug="not-found")
+    if isinstance(exc, Forbidden):
+        return problem_response(403, str(exc), slug="forbidden")
     if isinstance(exc, Conflict):
         return problem_response(409, str(exc), slug="conflict")
     if isinstance(exc, StoreUnavailable):

@@ -175,9 +175,14 @@ _RATE = {"type": ["string", "null"],
          "pattern": r"^\s*\d+\s*/\s*(s|sec|second|m|min|minute|h|hour)\s*$",
          "description": "N/s, N/min or N/h (docs/limits.md)", "examples": ["50/s"]}
 _COUNT = {"type": ["integer", "null"], "minimum": 1, "maximum": 1_000_000}
+_OWNER = {"type": ["string", "null"], "description": "the namespace that owns it from now on "
+          "(null: shared by every namespace; absent: the owner stays). Only a token without "
+          "a namespace changes it."}
 QUEUE_LIMITS_BODY = body({
     "type": "object", "additionalProperties": False,
-    "properties": {"max_running": _COUNT, "rate": _RATE, "burst": _COUNT}})
+    "properties": {"max_running": _COUNT, "rate": _RATE, "burst": _COUNT,
+                   "namespace": _OWNER}})
 KEY_LIMIT_BODY = body({
     "type": "object", "additionalProperties": False, "required": ["rate"],
-    "properties": {"rate": {**_RATE, "type": "string"}, "burst": _COUNT}})
+    "properties": {"rate": {**_RATE, "type": "string"}, "burst": _COUNT,
+                   "namespace": _OWNER}})

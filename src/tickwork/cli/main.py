@@ -42,6 +42,7 @@ from tickwork.document.text import not_unicode
 from tickwork.errors import (
     ConfigError,
     Conflict,
+    Forbidden,
     NotMigrated,
     StoreUnavailable,
     TickworkError,
@@ -123,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: PLR0911  (a status 
         return fail(exc.format_message(), exc.exit_code)
     except click.Abort:
         return 130
-    except (ValidationError, LookupError, Conflict, NotMigrated) as exc:
+    except (ValidationError, LookupError, Conflict, Forbidden, NotMigrated) as exc:
         return fail(str(exc), EXIT_INPUT)
     except StoreUnavailable as exc:
         return fail(str(exc), EXIT_FAILURE)

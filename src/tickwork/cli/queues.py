@@ -8,6 +8,7 @@ import click
 from tickwork.cli.common import open_client
 from tickwork.cli.options import Group, Target, examples, json_flag, store_options
 from tickwork.cli.output import print_json, print_table
+from tickwork.cli.owners import owned_by, owner_of, owner_options
 from tickwork.document.limits import parse_limits, queue_json
 from tickwork.drivers.admin import QueueInfo
 
@@ -16,15 +17,17 @@ from tickwork.drivers.admin import QueueInfo
     "tickwork queues list",
     "tickwork queues pause mail",
     "tickwork queues resume mail --api https://tickwork.example.org",
-    "tickwork queues set payments --max-running 5 --rate 50/s --burst 10"))
+    "tickwork queues set payments --max-running 5 --rate 50/s --burst 10",
+    "tickwork queues set acme-sync --max-running 2 --namespace acme"))
 def queues() -> None:
     """See, pause, resume and limit queues.
 
-    Shows how many runs wait, are due and run in each queue, and its limits across every
-    worker.
+    Shows how many runs wait, are due and run in each queue, its limits across every
+    worker, and the namespace that owns it (none: shared by every namespace).
 
     Works on a database (--database) or, with --api and an admin token for pause and
-    resume, through the REST API.
+    resume, through the REST API. A token of one namespace pauses and limits only the
+    queues its namespace owns.
     """
 
 
@@ -42,10 +45,10 @@ async def list_queues(target: Target, as_json: bool) -> int:
         print_json([queue_json(q) for q in found])
     else:
         print_table(["QUEUE", "PAUSED", "WAITING", "DUE", "RUNNING", "MAX RUNNING", "RATE",
-                     "TOKENS"],
+                     "TOKENS", "NAMESPACE"],
                     [(q.name, "yes" if q.paused else "", q.waiting, q.due, q.running,
-                      "" if q.max_running is None else q.max_running, _rate(q), _tokens(q))
-                     for q in found])
+                      "" if q.max_running is None else q.max_running, _rate(q), _tokens(q),
+                      q.namespace or "") for q in found])
     return 0
 
 
@@ -60,7 +63,9 @@ def _tokens(q: QueueInfo) -> str:
 @queues.command("set", epilog=examples(
     "tickwork queues set payments --max-running 5",
     "tickwork queues set payments --max-running 5 --rate 50/s --burst 10",
-    "tickwork queues set payments  # no options: remove every limit"))
+    "tickwork queues set payments  # no options: remove every limit",
+    "tickwork queues set acme-sync --max-running 2 --namespace acme",
+    "tickwork queues set acme-sync --max-running 2 --shared"))
 @click.argument("name", metavar="QUEUE")
 @click.option("--max-running", type=int, default=None,
               help="At most this many attempts of the queue run at once, on all workers.")
@@ -68,15 +73,23 @@ def _tokens(q: QueueInfo) -> str:
               help="At most this many starts per second, minute or hour, on all workers.")
 @click.option("--burst", type=int, default=None,
               help="How many of the rate's starts may happen at once (default: the count).")
+@owner_options("queue")
 @json_flag("print the queue as JSON")
-@store_options(api=True)
+@store_options(api=True, namespace=False)
 async def set_queue(target: Target, name: str, *, max_running: int | None,
-                    rate: str | None, burst: int | None, as_json: bool) -> int:
-    """Set QUEUE's limits across every worker; an option left out is no limit."""
+                    rate: str | None, burst: int | None, namespace: str | None, shared: bool,
+                    as_json: bool) -> int:
+    """Set QUEUE's limits across every worker; an option left out is no limit.
+
+    --namespace gives QUEUE to that namespace (its tokens pause and limit it, other
+    namespaces' jobs cannot use it), --shared shares it again; without either its owner
+    stays. Only a token without a namespace changes the owner.
+    """
     limits = parse_limits({"max_running": max_running, "rate": rate, "burst": burst})
+    owner = owner_of(namespace, shared=shared)
     client = await open_client(target)
     try:
-        queue = await client.set_queue_limits(name, limits)
+        queue = await client.set_queue_limits(name, limits, namespace=owner)
     finally:
         await client.close()
     if as_json:
@@ -84,7 +97,8 @@ async def set_queue(target: Target, name: str, *, max_running: int | None,
     else:
         parts = [f"max running {queue.max_running}" if queue.max_running else "",
                  f"rate {_rate(queue)}" if queue.rate else ""]
-        print(f"queue {queue.name}: {', '.join(p for p in parts if p) or 'no limits'}")
+        print(f"queue {queue.name}: {', '.join(p for p in parts if p) or 'no limits'}"
+              f"{owned_by(queue.namespace)}")
     return 0
 
 

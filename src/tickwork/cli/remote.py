@@ -34,7 +34,7 @@ from tickwork.drivers.alerts import MAX_ALERTS, AlertDelivery, StoredAlert
 from tickwork.drivers.base import MAX_BATCH
 from tickwork.drivers.calendars import StoredCalendar
 from tickwork.drivers.enqueue import Enqueued
-from tickwork.drivers.limits import KeyLimitInfo
+from tickwork.drivers.limits import KEEP, KeyLimitInfo, Owner
 from tickwork.drivers.namespaces import NamespaceInfo, Quotas
 from tickwork.errors import Conflict, StoreUnavailable, TickworkError, ValidationError
 from tickwork.models import (
@@ -268,15 +268,17 @@ class RemoteClient:
     async def resume_queue(self, name: str) -> QueueInfo:
         return queue_from_json(await self._call("POST", f"/queues/{_segment(name)}/resume"))
 
-    async def set_queue_limits(self, name: str, limits: Limits) -> QueueInfo:
+    async def set_queue_limits(self, name: str, limits: Limits, *,
+                               namespace: Owner = KEEP) -> QueueInfo:
         return queue_from_json(await self._call(
-            "PUT", f"/queues/{_segment(name)}/limits", json=limits_body(limits)))
+            "PUT", f"/queues/{_segment(name)}/limits", json=limits_body(limits, namespace)))
 
     async def list_limits(self) -> list[KeyLimitInfo]:
         return [key_limit_from_json(k) for k in (await self._call("GET", "/limits"))["items"]]
 
-    async def set_limit(self, key: str, limits: Limits) -> KeyLimitInfo:
-        body = {k: v for k, v in limits_body(limits).items() if k != "max_running"}
+    async def set_limit(self, key: str, limits: Limits, *,
+                        namespace: Owner = KEEP) -> KeyLimitInfo:
+        body = {k: v for k, v in limits_body(limits, namespace).items() if k != "max_running"}
         return key_limit_from_json(await self._call("PUT", f"/limits/{_segment(key)}",
                                                     json=body))
 

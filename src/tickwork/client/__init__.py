@@ -30,6 +30,7 @@ from tickwork.client.calendars import (
 from tickwork.client.chains import CHAIN_FIELDS, check_chains
 from tickwork.client.namespaces import NamespaceMethods, check_namespace
 from tickwork.client.oneoff import EnqueueMethods
+from tickwork.client.owners import owner_check
 from tickwork.client.queues import QueueMethods
 from tickwork.client.quotas import CreateGuard, check_run_quota, namespace_info
 from tickwork.client.references import check_secrets, secret_check
@@ -158,8 +159,8 @@ def create_params(specs: Iterable[JobSpec], now: datetime,
                               namespace=namespace)
 
 
-def _versioned(name: str, version: int | None) -> JobVersion | None:
-    return None if version is None else JobVersion(name, version)
+def _versioned(name: str, version: int | None, namespace: str) -> JobVersion | None:
+    return None if version is None else JobVersion(name, version, namespace)
 
 
 def _check_texts(**fields: str | None) -> None:
@@ -264,6 +265,7 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
         now = self.clock.now()
         guard = CreateGuard(await namespace_info(self.admin, self.home, now))
         guard.check(spec)
+        (await owner_check(self.home, self.admin.limit_owners))(spec)
         await check_secrets(spec, self.home, self.admin.secret_names)
         if spec.chained:
             await check_chains([("", spec)], self._spec_named)
@@ -273,7 +275,7 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
         (created,) = await self.store.job_create_many(JobCreateManyParams(
             jobs=[JobCreateParams(spec=spec, next_run_at=next_run, now=now, id=job_id,
                                   actor=self._who(actor), namespace=self.home,
-                                  version=_versioned(spec.name, version))],
+                                  version=_versioned(spec.name, version, self.home))],
             max_jobs=guard.info.quotas.max_jobs))
         self._changed()
         return created
@@ -289,11 +291,13 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
         calendars = await self.calendar_map()
         guard = CreateGuard(await namespace_info(self.admin, self.home, now))
         secrets = await secret_check(self.home, self.admin.secret_names)
+        owned = await owner_check(self.home, self.admin.limit_owners)
 
         def check(spec: JobSpec) -> None:
             self._check(spec)
             check_calendars(spec, calendars)
             guard.check(spec)
+            owned(spec)
             secrets.check(spec)
 
         specs: Iterable[JobSpec]
@@ -389,6 +393,8 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
             guard = CreateGuard(await namespace_info(self.admin, current.namespace, now))
             guard.info = replace(guard.info, jobs=guard.info.jobs - 1)  # this one is counted
             guard.check(spec)
+        if (spec.queue, spec.limit_key) != (current.spec.queue, current.spec.limit_key):
+            (await owner_check(current.namespace, self.admin.limit_owners))(spec)
         if (spec.payload, spec.alerts) != (current.spec.payload, current.spec.alerts):
             await check_secrets(spec, current.namespace, self.admin.secret_names)
         next_run = current.next_run_at
@@ -400,7 +406,8 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
         updated = await self.store.job_update(
             JobUpdateParams(id=current.id, spec=spec, next_run_at=next_run, now=now,
                             actor=self._who(actor), diff=spec_diff(current.spec, spec),
-                            version=_versioned(current.spec.name, version)))
+                            version=_versioned(current.spec.name, version,
+                                             current.namespace)))
         self._changed()
         return updated
 
@@ -445,7 +452,7 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
         job = await self._job(ref)
         await self.store.job_delete(JobDeleteParams(
             id=job.id, now=self.clock.now(), actor=self._who(actor),
-            version=_versioned(job.spec.name, version)))
+            version=_versioned(job.spec.name, version, job.namespace)))
 
     async def preview(self, job: JobInput | str, n: int = 5,
                       after: datetime | None = None) -> list[datetime]:

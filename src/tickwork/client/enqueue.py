@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import getpass
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -36,10 +36,12 @@ from psycopg.rows import dict_row
 
 from tickwork.client.namespaces import check_namespace
 from tickwork.client.oneoff import enqueue_document, enqueue_params, parse_requests
+from tickwork.client.owners import owner_check
 from tickwork.client.quotas import CreateGuard
 from tickwork.client.references import check_many
 from tickwork.document import check_runs, first_run, to_spec
 from tickwork.drivers.enqueue import Enqueued
+from tickwork.drivers.limits import LimitOwners, limit_owners_of
 from tickwork.drivers.namespaces import DEFAULT_NAMESPACE, NamespaceInfo, Quotas
 from tickwork.drivers.postgres.connection import Q, translate
 from tickwork.drivers.postgres.enqueue import enqueue_on
@@ -77,6 +79,7 @@ async def create_job_in(conn: psycopg.AsyncConnection[Any], job: Mapping[str, An
                       created_by=who, updated_by=who, namespace=namespace)
         async with conn.transaction():  # a savepoint inside the caller's transaction
             (await _quota_guard(cur, namespace)).check(spec)
+            (await _owner_check(cur, namespace))(spec)
             await _check_secrets(cur, namespace, [spec], indexed=False)
             await cur.execute(Q["job_insert"], job_row(created))
             await cur.execute(Q["audit_insert_created"], {"ids": [job_id]})
@@ -115,7 +118,13 @@ async def enqueue_many_in(conn: psycopg.AsyncConnection[Any],
     try:
         cur = conn.cursor(row_factory=dict_row)
         guard = await _quota_guard(cur, namespace)
-        parsed = parse_requests(requests, now, guard.check, indexed=indexed)
+        owned = await _owner_check(cur, namespace)
+
+        def check(spec: JobSpec) -> None:
+            guard.check(spec)
+            owned(spec)
+
+        parsed = parse_requests(requests, now, check, indexed=indexed)
         await _check_secrets(cur, namespace, [r.spec for r in parsed], indexed=indexed)
         await cur.execute(Q["meta_get"], ("shard_count",))
         row = await cur.fetchone()
@@ -142,6 +151,17 @@ async def _quota_guard(cur: psycopg.AsyncCursor[dict[str, Any]], namespace: str)
         counted = await cur.fetchone()
         jobs = int(counted["count"]) if counted else 0
     return CreateGuard(NamespaceInfo(name=namespace, quotas=quotas, jobs=jobs, runs_this_hour=0))
+
+
+async def _owner_check(cur: psycopg.AsyncCursor[dict[str, Any]],
+                       namespace: str) -> Callable[[JobSpec], None]:
+    """The queues and keys the specs name, owned by ``namespace`` or shared
+    (client/owners.py), read on the caller's connection."""
+    async def owners() -> LimitOwners:
+        await cur.execute(Q["limit_owners"])
+        return limit_owners_of(await cur.fetchall())
+
+    return await owner_check(namespace, owners)
 
 
 async def _check_secrets(cur: psycopg.AsyncCursor[dict[str, Any]], namespace: str,

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from tickwork.client.owners import owner_check
 from tickwork.client.quotas import CreateGuard, namespace_info
 from tickwork.client.references import check_many
 from tickwork.clock import Clock
@@ -130,10 +131,12 @@ class EnqueueMethods:
         now = self.clock.now()
         space = self.namespace or DEFAULT_NAMESPACE
         guard = CreateGuard(await namespace_info(self.admin, space, now))
+        owned = await owner_check(space, self.admin.limit_owners)
 
         def check(spec: JobSpec) -> None:
             self._check(spec)
             guard.check(spec)  # a key that finds its job counts too: the check comes first
+            owned(spec)
 
         parsed = parse_requests(docs, now, check, indexed=indexed)
         if not parsed:

@@ -2,6 +2,8 @@
 
 A queue's limits: ``{"max_running": 5, "rate": "50/s", "burst": 10}``, each optional (null or
 absent: not limited). A named key's: ``{"rate": "100/min", "burst": 20}``, rate required.
+Either may carry ``"namespace"``: the namespace that owns it from now on, or null to share it
+(absent: the owner stays; client/owners.py).
 Problems are ``ValidationError``s naming the field, as for job documents.
 """
 
@@ -17,15 +19,18 @@ from tickwork.document.values import integer, mapping, unknown
 from tickwork.drivers.admin import QueueInfo
 from tickwork.drivers.limits import (
     BURST_RANGE,
+    KEEP,
     MAX_RUNNING_RANGE,
     KeyLimitInfo,
+    Owner,
     Rate,
+    check_owner,
     parse_rate,
 )
 from tickwork.errors import ValidationError
 
-QUEUE_LIMIT_FIELDS = ("max_running", "rate", "burst")
-KEY_LIMIT_FIELDS = ("rate", "burst")
+QUEUE_LIMIT_FIELDS = ("max_running", "rate", "burst", "namespace")
+KEY_LIMIT_FIELDS = ("rate", "burst", "namespace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +65,7 @@ def parse_limits(doc: object, *, key: bool = False) -> Limits:
             raise unknown(name, known, "")
     values: dict[str, Any] = {}
     for name, raw in body.items():
-        if raw is None:
+        if raw is None or name == "namespace":  # the owner: parse_owner
             continue
         if name == "rate":
             values[name] = rate(raw, name)
@@ -75,16 +80,24 @@ def parse_limits(doc: object, *, key: bool = False) -> Limits:
     return Limits(**values)
 
 
+def parse_owner(doc: object) -> Owner:
+    """The body's ``namespace``: a namespace, None (shared), or KEEP when absent."""
+    body = mapping(doc, "")
+    return check_owner(body["namespace"]) if "namespace" in body else KEEP
+
+
 def queue_json(q: QueueInfo) -> dict[str, Any]:
-    """A queue with its usage and limits, for the API and the CLI's --json."""
+    """A queue with its usage, limits and owner, for the API and the CLI's --json."""
     return {"name": q.name, "paused": q.paused, "waiting": q.waiting, "due": q.due,
             "running": q.running, "max_running": q.max_running,
             "rate": None if q.rate is None else str(q.rate), "burst": q.burst,
-            "tokens": None if q.tokens is None else round(q.tokens, 3)}
+            "tokens": None if q.tokens is None else round(q.tokens, 3),
+            "namespace": q.namespace}
 
 
 def key_limit_json(k: KeyLimitInfo) -> dict[str, Any]:
-    return {"key": k.key, "rate": str(k.rate), "burst": k.burst, "tokens": round(k.tokens, 3)}
+    return {"key": k.key, "rate": str(k.rate), "burst": k.burst, "tokens": round(k.tokens, 3),
+            "namespace": k.namespace}
 
 
 def queue_from_json(doc: Mapping[str, Any]) -> QueueInfo:
@@ -92,15 +105,16 @@ def queue_from_json(doc: Mapping[str, Any]) -> QueueInfo:
     return QueueInfo(name=doc["name"], paused=doc["paused"], waiting=doc["waiting"],
                      due=doc["due"], running=doc["running"], max_running=doc.get("max_running"),
                      rate=None if r is None else parse_rate(r), burst=doc.get("burst"),
-                     tokens=doc.get("tokens"))
+                     tokens=doc.get("tokens"), namespace=doc.get("namespace"))
 
 
 def key_limit_from_json(doc: Mapping[str, Any]) -> KeyLimitInfo:
     return KeyLimitInfo(key=doc["key"], rate=parse_rate(doc["rate"]), burst=doc["burst"],
-                        tokens=doc["tokens"])
+                        tokens=doc["tokens"], namespace=doc.get("namespace"))
 
 
-def limits_body(limits: Limits) -> dict[str, Any]:
-    """The request body that sets ``limits``."""
-    return {"max_running": limits.max_running,
+def limits_body(limits: Limits, namespace: Owner = KEEP) -> dict[str, Any]:
+    """The request body that sets ``limits`` (and, unless KEEP, the owner)."""
+    body = {"max_running": limits.max_running,
             "rate": None if limits.rate is None else str(limits.rate), "burst": limits.burst}
+    return body if namespace is KEEP else body | {"namespace": namespace}

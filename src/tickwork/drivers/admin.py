@@ -53,13 +53,14 @@ class QueueInfo:
     rate: Rate | None = None
     burst: int | None = None
     tokens: float | None = None  # the rate's tokens left at the ``now`` of the listing
+    namespace: str | None = None  # the namespace that owns it; None: shared
 
 
 @dataclass(frozen=True, slots=True)
 class QueueListParams:
     now: datetime
-    # The counts (waiting, due, running) of this namespace's jobs only; None: the whole store.
-    # Queues are shared, so every queue is listed either way.
+    # The counts (waiting, due, running) of this namespace's jobs only, and the queues it owns
+    # or shares (not those other namespaces own); None: every queue, the whole store's counts.
     namespace: str | None = None
 
 
@@ -186,7 +187,8 @@ def queue_info(row: RowLike, tokens_at: datetime | None, now: datetime,
                      running=row["running"], max_running=limit.max_running,
                      rate=limit.rate.rate if limit.rate else None,
                      burst=limit.rate.burst if limit.rate else None,
-                     tokens=limit.rate.tokens(limit.bucket, now) if limit.rate else None)
+                     tokens=limit.rate.tokens(limit.bucket, now) if limit.rate else None,
+                     namespace=row["namespace"])
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float | None:

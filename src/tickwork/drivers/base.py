@@ -39,12 +39,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class JobVersion:
-    """A command's version of the job named ``name``: the change it comes with is written only
-    if ``version`` is newer than the last one applied to that name, and in the same
-    transaction it becomes the last one (else StaleVersion, and nothing is written)."""
+    """A command's version of the job named ``name`` in ``namespace``: the change it comes
+    with is written only if ``version`` is newer than the last one applied to that name there,
+    and in the same transaction it becomes the last one (else StaleVersion, and nothing is
+    written). Names are unique per namespace, so their versions are too."""
 
     name: str
     version: int
+    namespace: str = "default"
 
 
 @dataclass(frozen=True, slots=True)
@@ -425,8 +427,9 @@ class Store(CalendarStore, AlertStore, EnqueueStore, Protocol):
     async def job_delete(self, p: JobDeleteParams) -> None:
         """Removes the job from listings and cancels its waiting occurrences; history stays."""
         ...
-    async def job_version_get(self, name: str) -> int | None:
-        """The last version applied to the job named ``name`` (kept after a delete), or None."""
+    async def job_version_get(self, name: str, namespace: str = "default") -> int | None:
+        """The last version applied to the job named ``name`` in ``namespace`` (kept after a
+        delete), or None."""
         ...
     async def job_get_deleted(self, ref: str, namespace: str | None = None) -> list[Job]:
         """Deleted jobs with this id or name (of ``namespace`` if set), most recently deleted

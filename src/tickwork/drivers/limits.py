@@ -20,19 +20,25 @@ against it, and its start lateness is reported apart ("held by limit").
 Pure here: ``Budget`` is what a claim may start, which ``claiming.plan_claims`` spends; each
 driver reads and writes the limits inside its claim transaction (``LimitStore``).
 Limits are keyed by queue name and limit key alone, so another part of the key can be added.
+
+A queue's and a key's row may name the namespace that owns it (NULL: shared by every
+namespace): its owner's tokens change it, jobs of other namespaces cannot name it, and their
+listings leave it out (client/owners.py). The claim does not look at owners.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from enum import Enum
 from typing import Any, Protocol
 
+from tickwork.drivers.namespaces import NAMESPACE_NAME, NAMESPACE_RULE
 from tickwork.drivers.rows import RowLike
-from tickwork.errors import TickworkError
+from tickwork.errors import TickworkError, ValidationError
 
 MAX_RUNNING_RANGE = (1, 1_000_000)
 RATE_COUNT_RANGE = (1, 1_000_000)
@@ -227,23 +233,52 @@ def spent_buckets(limits: list[LimitState], budget: Budget,
 # --- the admin side: setting limits and reading them back --------------------------------
 
 
+class Keep(Enum):
+    """An owner left as it is (a new queue or key is shared)."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+Owner = str | None | Keep  # a namespace, None (shared), or KEEP
+
+
+def check_owner(value: Owner, field: str = "namespace") -> Owner:
+    """A namespace that may own a queue or key, None (shared) or KEEP."""
+    if value is KEEP or value is None:
+        return value
+    if not isinstance(value, str) or not NAMESPACE_NAME.fullmatch(value):
+        raise ValidationError(field, NAMESPACE_RULE)
+    return value
+
+
+
+
 @dataclass(frozen=True, slots=True)
 class QueueLimitsSetParams:
-    """Set a queue's limits; None leaves a value off (unlimited). The bucket starts full."""
+    """Set a queue's limits; None leaves a value off (unlimited). The bucket starts full.
+    With ``set_namespace``, its owner becomes ``namespace`` (None: shared); without, the
+    owner stays (a new row is shared)."""
 
     name: str
     now: datetime
     max_running: int | None = None
     rate: Rate | None = None
     burst: int | None = None  # None: default_burst(rate)
+    namespace: str | None = None
+    set_namespace: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class KeyLimitSetParams:
+    """A key's rate; its owner as ``QueueLimitsSetParams``'."""
+
     key: str
     rate: Rate
     now: datetime
     burst: int | None = None
+    namespace: str | None = None
+    set_namespace: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +287,24 @@ class KeyLimitInfo:
     rate: Rate
     burst: int
     tokens: float  # at the ``now`` it was read
+    namespace: str | None = None  # the namespace that owns it; None: shared
+
+
+@dataclass(frozen=True, slots=True)
+class LimitOwners:
+    """The queues and keys a namespace owns (name -> namespace); the others are shared."""
+
+    queues: dict[str, str] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)
+
+
+def limit_owners_of(rows: Iterable[RowLike]) -> LimitOwners:
+    """From ``limit_owners`` rows (kind, name, namespace)."""
+    owners = LimitOwners()
+    for row in rows:
+        (owners.queues if row["kind"] == QUEUE_BUCKET else owners.keys)[row["name"]] = \
+            row["namespace"]
+    return owners
 
 
 class LimitStore(Protocol):
@@ -259,7 +312,13 @@ class LimitStore(Protocol):
 
     async def queue_limits_set(self, p: QueueLimitsSetParams) -> None: ...
     async def key_limit_set(self, p: KeyLimitSetParams) -> KeyLimitInfo: ...
-    async def key_limit_list(self, now: datetime) -> list[KeyLimitInfo]: ...
+    async def key_limit_list(self, now: datetime,
+                             namespace: str | None = None) -> list[KeyLimitInfo]:
+        """Every key; with ``namespace``, the shared ones and that namespace's only."""
+        ...
+    async def limit_owners(self) -> LimitOwners:
+        """Which queues and keys are owned, and by which namespace."""
+        ...
     async def key_limit_delete(self, key: str) -> None:
         """Raises LimitNotFound."""
         ...
@@ -281,17 +340,20 @@ def queue_limit_args(p: QueueLimitsSetParams) -> dict[str, Any]:
     return {"name": p.name, "now": p.now, "max_running": p.max_running,
             "rate_count": p.rate.count if p.rate else None,
             "rate_seconds": p.rate.seconds if p.rate else None,
-            "burst": (p.burst or default_burst(p.rate)) if p.rate else None}
+            "burst": (p.burst or default_burst(p.rate)) if p.rate else None,
+            "namespace": p.namespace if p.set_namespace else None,
+            "set_namespace": p.set_namespace}
 
 
 def key_limit_args(p: KeyLimitSetParams) -> dict[str, Any]:
     return {"key": p.key, "now": p.now, "rate_count": p.rate.count,
             "rate_seconds": p.rate.seconds, "burst": p.burst or default_burst(p.rate),
-            "max_running": None}
+            "max_running": None, "namespace": p.namespace if p.set_namespace else None,
+            "set_namespace": p.set_namespace}
 
 
 def key_limit_info(row: RowLike, at: datetime | None, now: datetime) -> KeyLimitInfo:
     state = limit_state(KEY_BUCKET, row, at)
     assert state.rate is not None  # a key's rate is NOT NULL
     return KeyLimitInfo(state.name, state.rate.rate, state.rate.burst,
-                        state.rate.tokens(state.bucket, now))
+                        state.rate.tokens(state.bucket, now), row["namespace"])

@@ -6,11 +6,15 @@ A command is one JSON object::
     {"op": "delete", "name": "nightly-report", "version": 8}
     {"op": "pause" | "resume" | "trigger", "name": "nightly-report"}
 
+Any command may carry ``"namespace": "acme"`` (default ``default``): the job is looked up,
+created and versioned in that namespace, since job names are unique per namespace only.
+
 ``upsert`` creates the job the document names or replaces the one of that name (fields the
 document leaves out take their defaults). ``version`` (upsert and delete) orders changes to
-one name: a change whose version is not newer than the last one applied is not written
-(``StaleVersion``), so an older command never overwrites a newer one and a command applied
-twice (redelivered after a crash before its ack) changes nothing the second time.
+one name of one namespace: a change whose version is not newer than the last one applied
+there is not written (``StaleVersion``), so an older command never overwrites a newer one and
+a command applied twice (redelivered after a crash before its ack) changes nothing the second
+time.
 
 ``parse_command`` raises ValidationError naming the field; ``apply`` raises what the client
 raises (ValidationError, JobNotFound, StaleVersion, StoreError ...).
@@ -29,6 +33,7 @@ from tickwork.document import parse_job_spec
 from tickwork.document.render import job_json, run_json
 from tickwork.document.text import not_unicode
 from tickwork.drivers.base import MAX_BATCH, AuditListParams
+from tickwork.drivers.namespaces import DEFAULT_NAMESPACE, NAMESPACE_NAME, NAMESPACE_RULE
 from tickwork.errors import Conflict, JobNotFound, StaleVersion, ValidationError
 from tickwork.models import AuditAction, Job, JobSpec, Occurrence
 
@@ -40,9 +45,9 @@ MAX_VERSION = 2**63 - 1  # a PostgreSQL bigint
 # audit entries of its job): a crash between commit and ack is answered well before.
 TRIGGER_MEMORY = timedelta(days=7)
 TRIGGER_PAGES = 10
-_FIELDS = {"upsert": {"op", "job", "version", "reply_to"},
-           "delete": {"op", "name", "version", "reply_to"}}
-_NAMED = {"op", "name", "reply_to"}
+_FIELDS = {"upsert": {"op", "job", "version", "reply_to", "namespace"},
+           "delete": {"op", "name", "version", "reply_to", "namespace"}}
+_NAMED = {"op", "name", "reply_to", "namespace"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,7 @@ class Command:
     spec: JobSpec | None = None  # upsert only
     version: int | None = None
     reply_to: str | None = None
+    namespace: str = DEFAULT_NAMESPACE
 
 
 def reply_to_of(body: bytes) -> str | None:
@@ -98,6 +104,9 @@ def parse_command(body: bytes) -> Command:
         raise ValidationError("reply_to", f"must be a stream, queue or subject name of 1 to "
                               f"{MAX_REPLY_TO} characters, without spaces")
     version = _version(doc)
+    namespace = doc.get("namespace", DEFAULT_NAMESPACE)
+    if not isinstance(namespace, str) or not NAMESPACE_NAME.fullmatch(namespace):
+        raise ValidationError("namespace", NAMESPACE_RULE)
     if op == "upsert":
         if not isinstance(doc.get("job"), dict):
             raise ValidationError("job", "is required: the job document (an object)")
@@ -106,11 +115,11 @@ def parse_command(body: bytes) -> Command:
         except ValidationError as exc:
             raise ValidationError(f"job.{exc.field}" if exc.field else "job",
                                   exc.reason) from None
-        return Command(op, spec.name, spec, version, reply_to)
+        return Command(op, spec.name, spec, version, reply_to, namespace)
     name = doc.get("name")
     if not isinstance(name, str) or not name or not_unicode(name) is not None:
         raise ValidationError("name", "is required: the name of the job (text)")
-    return Command(op, name, None, version, reply_to)
+    return Command(op, name, None, version, reply_to, namespace)
 
 
 def _version(doc: Mapping[str, Any]) -> int | None:
@@ -143,7 +152,12 @@ async def _existing(client: AsyncClient, name: str) -> Job:
 async def apply(client: AsyncClient, command: Command, actor: str,
                 message_id: str | None = None) -> dict[str, Any]:
     """Apply ``command``; what the reply says besides ``"ok": true``. ``message_id``: the
-    broker's identity of the message, which makes a trigger delivered twice run once."""
+    broker's identity of the message, which makes a trigger delivered twice run once. The
+    command works in its namespace: a client of another one refuses it."""
+    if client.namespace is not None and client.namespace != command.namespace:
+        raise ValidationError("namespace", f"this consumer works in namespace "
+                              f"{client.namespace!r} only (got {command.namespace!r})")
+    client = client.scoped(command.namespace)
     name = command.name
     if command.op == "upsert":
         assert command.spec is not None

@@ -79,7 +79,7 @@ class CommandHandler:
         except StaleVersion as exc:
             failpoint("consume_after_commit")  # nothing was written; the same place anyway
             assert command is not None
-            current = await self._current(command.name)
+            current = await self._current(command.name, command.namespace)
             return self._done(STALE, command.reply_to or reply_to, {
                 "ok": True, "op": command.op, "applied": False, "name": command.name,
                 "reason": str(exc), "applied_version": exc.applied,
@@ -103,9 +103,10 @@ class CommandHandler:
         log.warning("message from %s dead-lettered: %s", self.source, error)
         return self._done(DEAD, None, {"ok": False, "error": error}, error)
 
-    async def _current(self, name: str) -> Job | None:
+    async def _current(self, name: str, namespace: str) -> Job | None:
+        """The job ``name`` of ``namespace`` (a command's), or None."""
         try:
-            return await self.client.get_job(name)
+            return await self.client.scoped(namespace).get_job(name)
         except JobNotFound:
             return None
 

@@ -18,9 +18,11 @@ from tickwork.drivers.limits import (
     KeyLimitInfo,
     KeyLimitSetParams,
     LimitNotFound,
+    LimitOwners,
     QueueLimitsSetParams,
     key_limit_args,
     key_limit_info,
+    limit_owners_of,
     queue_limit_args,
 )
 from tickwork.drivers.postgres.connection import Pool, Q, fetch_all, fetch_one
@@ -72,14 +74,22 @@ class PostgresAdmin(PostgresNamespaceMethods):
             await conn.execute(Q["notify_queues"], ([p.name],))  # raised: claim again
 
     async def key_limit_set(self, p: KeyLimitSetParams) -> KeyLimitInfo:
+        args = key_limit_args(p)
         async with self._pool.transaction() as conn:
-            await conn.execute(Q["key_limit_set"], key_limit_args(p))
-        return key_limit_info(key_limit_args(p) | {"name": p.key, "tokens": None}, None, p.now)
+            row = await fetch_one(conn, Q["key_limit_set"], args)
+        assert row is not None  # RETURNING the row written
+        return key_limit_info(args | {"name": p.key, "tokens": None,
+                                      "namespace": row["namespace"]}, None, p.now)
 
-    async def key_limit_list(self, now: datetime) -> list[KeyLimitInfo]:
+    async def key_limit_list(self, now: datetime,
+                             namespace: str | None = None) -> list[KeyLimitInfo]:
         async with self._pool.transaction() as conn:
-            rows = await fetch_all(conn, Q["key_limit_list"])
+            rows = await fetch_all(conn, Q["key_limit_list"], {"namespace": namespace})
         return [key_limit_info(r, instant_or_none(r["tokens_at"]), now) for r in rows]
+
+    async def limit_owners(self) -> LimitOwners:
+        async with self._pool.transaction() as conn:
+            return limit_owners_of(await fetch_all(conn, Q["limit_owners"]))
 
     async def key_limit_delete(self, key: str) -> None:
         async with self._pool.transaction() as conn:

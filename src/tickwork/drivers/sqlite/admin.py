@@ -16,9 +16,11 @@ from tickwork.drivers.limits import (
     KeyLimitInfo,
     KeyLimitSetParams,
     LimitNotFound,
+    LimitOwners,
     QueueLimitsSetParams,
     key_limit_args,
     key_limit_info,
+    limit_owners_of,
     queue_limit_args,
 )
 from tickwork.drivers.sqlfiles import load_queries
@@ -78,19 +80,27 @@ class SqliteAdmin(SqliteNamespaceMethods):
     async def key_limit_set(self, p: KeyLimitSetParams) -> KeyLimitInfo:
         args = key_limit_args(p)
 
-        def run(conn: sqlite3.Connection) -> None:
+        def run(conn: sqlite3.Connection) -> str | None:
             with write_transaction(conn):
-                conn.execute(LQ["key_limit_set"], args | {"now": to_us(p.now)})
+                row = conn.execute(LQ["key_limit_set"], args | {"now": to_us(p.now)}).fetchone()
+            owner: str | None = row["namespace"]
+            return owner
 
-        await self._conn.run(run)
-        return key_limit_info(args | {"name": p.key, "tokens": None}, None, p.now)
+        owner = await self._conn.run(run)
+        return key_limit_info(args | {"name": p.key, "tokens": None, "namespace": owner}, None,
+                              p.now)
 
-    async def key_limit_list(self, now: datetime) -> list[KeyLimitInfo]:
+    async def key_limit_list(self, now: datetime,
+                             namespace: str | None = None) -> list[KeyLimitInfo]:
         def run(conn: sqlite3.Connection) -> list[KeyLimitInfo]:
             return [key_limit_info(r, from_us_or_none(r["tokens_at"]), now)
-                    for r in conn.execute(LQ["key_limit_list"])]
+                    for r in conn.execute(LQ["key_limit_list"], {"namespace": namespace})]
 
         return await self._conn.run(run)
+
+    async def limit_owners(self) -> LimitOwners:
+        return await self._conn.run(
+            lambda conn: limit_owners_of(conn.execute(LQ["limit_owners"])))
 
     async def key_limit_delete(self, key: str) -> None:
         def run(conn: sqlite3.Connection) -> int:

@@ -1,4 +1,5 @@
-"""Versioned changes to jobs: the last version applied to each job name (job_versions).
+"""Versioned changes to jobs: the last version applied to each job name, per namespace
+(job_versions).
 
 ``take_version`` runs inside the caller's write transaction, before its change: a version
 that is not newer than the stored one raises StaleVersion, which rolls the whole change back.
@@ -10,6 +11,7 @@ import sqlite3
 from datetime import datetime
 
 from tickwork.drivers import base as b
+from tickwork.drivers.namespaces import DEFAULT_NAMESPACE
 from tickwork.drivers.sqlfiles import load_queries
 from tickwork.drivers.sqlite.connection import Connection
 from tickwork.drivers.sqlite.rows import to_us
@@ -23,9 +25,10 @@ def take_version(conn: sqlite3.Connection, version: b.JobVersion | None,
     if version is None:
         return
     row = conn.execute(Q["job_version_take"],
-                       (version.name, version.version, to_us(now))).fetchone()
+                       (version.namespace, version.name, version.version, to_us(now))).fetchone()
     if row is None:
-        stored = conn.execute(Q["job_version_get"], (version.name,)).fetchone()
+        stored = conn.execute(Q["job_version_get"],
+                              (version.namespace, version.name)).fetchone()
         raise StaleVersion(version.name, version.version,
                            int(stored[0]) if stored else version.version)
 
@@ -33,9 +36,9 @@ def take_version(conn: sqlite3.Connection, version: b.JobVersion | None,
 class SqliteVersionMethods:
     _conn: Connection
 
-    async def job_version_get(self, name: str) -> int | None:
+    async def job_version_get(self, name: str, namespace: str = DEFAULT_NAMESPACE) -> int | None:
         def run(conn: sqlite3.Connection) -> int | None:
-            row = conn.execute(Q["job_version_get"], (name,)).fetchone()
+            row = conn.execute(Q["job_version_get"], (namespace, name)).fetchone()
             return None if row is None else int(row[0])
 
         return await self._conn.run(run)

@@ -18,6 +18,7 @@ from tickwork.drivers.base import OccurrenceClaimKeysParams, Store
 from tickwork.drivers.limits import (
     KeyLimitSetParams,
     LimitNotFound,
+    LimitOwners,
     QueueLimitsSetParams,
     Rate,
     parse_rate,
@@ -171,3 +172,35 @@ class LimitConformance:
         assert await admin.key_limit_list(NOW) == []
         with pytest.raises(LimitNotFound):
             await admin.key_limit_delete("api")
+
+    async def test_owners_are_set_kept_and_read_back(self, store: Store) -> None:
+        """A queue or key is shared (no owner) until given to a namespace; setting its
+        limits without ``set_namespace`` keeps the owner."""
+        admin = store.admin()
+        await _limit_queue(store, "acme-q", max_running=2)
+        await admin.key_limit_set(KeyLimitSetParams(key="acme-k", rate=Rate(1, 1.0), now=NOW))
+        assert await admin.limit_owners() == LimitOwners()
+        await admin.queue_limits_set(QueueLimitsSetParams(
+            name="acme-q", now=NOW, max_running=3, namespace="acme", set_namespace=True))
+        info = await admin.key_limit_set(KeyLimitSetParams(
+            key="acme-k", rate=Rate(2, 1.0), now=NOW, namespace="acme", set_namespace=True))
+        assert info.namespace == "acme"
+        await _limit_queue(store, "acme-q", max_running=4)  # the owner stays
+        kept = await admin.key_limit_set(KeyLimitSetParams(key="acme-k", rate=Rate(3, 1.0),
+                                                           now=NOW))
+        assert kept.namespace == "acme"
+        await _limit_queue(store, "shared-q", max_running=1)
+        assert await admin.limit_owners() == LimitOwners(queues={"acme-q": "acme"},
+                                                         keys={"acme-k": "acme"})
+        every = await admin.queue_list(QueueListParams(now=NOW))
+        assert [(q.name, q.namespace, q.max_running) for q in every] == [
+            ("acme-q", "acme", 4), ("shared-q", None, 1)]
+        # Another namespace does not see them; the owner and everyone do.
+        for namespace, queues, keys in (("globex", ["shared-q"], []),
+                                        ("acme", ["acme-q", "shared-q"], ["acme-k"])):
+            seen = await admin.queue_list(QueueListParams(now=NOW, namespace=namespace))
+            assert [q.name for q in seen] == queues
+            assert [k.key for k in await admin.key_limit_list(NOW, namespace)] == keys
+        await admin.queue_limits_set(QueueLimitsSetParams(name="acme-q", now=NOW,
+                                                          set_namespace=True))
+        assert await admin.limit_owners() == LimitOwners(keys={"acme-k": "acme"})

@@ -89,3 +89,20 @@ class VersionConformance:
                                    for v in range(2, 12)))
             assert (await store.job_get("v")).spec.priority == 11
             assert await store.job_version_get("v") == 11
+
+        async def test_versions_are_kept_per_namespace(self, store: Store) -> None:
+            """Job names are unique per namespace, and so are their versions: a name's
+            version in one namespace neither holds back nor is held back by another's."""
+            acme = await store.job_create(replace(create_params(job_spec("v")),
+                                                  namespace="acme",
+                                                  version=JobVersion("v", 5, "acme")))
+            await store.job_create(replace(create_params(job_spec("v")), namespace="globex",
+                                           version=JobVersion("v", 2, "globex")))
+            assert await store.job_version_get("v", "acme") == 5
+            assert await store.job_version_get("v", "globex") == 2
+            assert await store.job_version_get("v") is None  # default has none
+            with pytest.raises(StaleVersion):
+                await store.job_update(JobUpdateParams(
+                    id=acme.id, spec=job_spec("v", priority=3), next_run_at=None,
+                    now=NOW + seconds(1), version=JobVersion("v", 4, "acme")))
+            assert await store.job_version_get("v", "globex") == 2

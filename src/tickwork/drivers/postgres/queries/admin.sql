@@ -7,7 +7,8 @@ SELECT 1 AS ok
 
 -- name: queue_list
 -- Every queue with jobs, unfinished occurrences or a pause row; %(name)s = one queue or NULL.
--- With a namespace, the counts are of that namespace's jobs' occurrences (queues are shared).
+-- With a namespace, the counts are of that namespace's jobs' occurrences, and the queues other
+-- namespaces own are left out (shared ones and its own are listed).
 WITH counts AS (
     SELECT queue AS name,
            count(*) FILTER (WHERE state IN ('scheduled', 'queued', 'retrying')) AS waiting,
@@ -28,10 +29,11 @@ WITH counts AS (
 )
 SELECT n.name, COALESCE(q.paused, false) AS paused, COALESCE(c.waiting, 0) AS waiting,
        COALESCE(c.due, 0) AS due, COALESCE(c.running, 0) AS running,
-       q.max_running, q.rate_count, q.rate_seconds, q.burst, q.tokens, q.tokens_at
+       q.max_running, q.rate_count, q.rate_seconds, q.burst, q.tokens, q.tokens_at, q.namespace
 FROM names n
 LEFT JOIN counts c ON c.name = n.name
 LEFT JOIN queues q ON q.name = n.name
+WHERE %(namespace)s::text IS NULL OR q.namespace IS NULL OR q.namespace = %(namespace)s::text
 ORDER BY n.name COLLATE "C"
 
 -- name: queue_set_paused

@@ -40,25 +40,40 @@ FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[]) AS v(job_id, sche
 WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.limited_at IS NULL
 
 -- name: queue_limits_set
-INSERT INTO queues (name, paused, updated_at, max_running, rate_count, rate_seconds, burst)
-VALUES (%(name)s, false, %(now)s, %(max_running)s, %(rate_count)s, %(rate_seconds)s, %(burst)s)
+-- With set_namespace, the owner too (NULL: shared); without, the owner stays.
+INSERT INTO queues (name, paused, updated_at, max_running, rate_count, rate_seconds, burst,
+                    namespace)
+VALUES (%(name)s, false, %(now)s, %(max_running)s, %(rate_count)s, %(rate_seconds)s, %(burst)s,
+        %(namespace)s)
 ON CONFLICT (name) DO UPDATE SET
     max_running = excluded.max_running, rate_count = excluded.rate_count,
     rate_seconds = excluded.rate_seconds, burst = excluded.burst, tokens = NULL,
-    tokens_at = NULL, updated_at = excluded.updated_at
+    tokens_at = NULL, updated_at = excluded.updated_at,
+    namespace = CASE WHEN %(set_namespace)s THEN excluded.namespace ELSE queues.namespace END
 
 -- name: key_limit_set
-INSERT INTO limit_keys (key, rate_count, rate_seconds, burst, updated_at)
-VALUES (%(key)s, %(rate_count)s, %(rate_seconds)s, %(burst)s, %(now)s)
+-- With set_namespace, the owner too (NULL: shared); without, the owner stays.
+INSERT INTO limit_keys (key, rate_count, rate_seconds, burst, updated_at, namespace)
+VALUES (%(key)s, %(rate_count)s, %(rate_seconds)s, %(burst)s, %(now)s, %(namespace)s)
 ON CONFLICT (key) DO UPDATE SET
     rate_count = excluded.rate_count, rate_seconds = excluded.rate_seconds,
-    burst = excluded.burst, tokens = NULL, tokens_at = NULL, updated_at = excluded.updated_at
+    burst = excluded.burst, tokens = NULL, tokens_at = NULL, updated_at = excluded.updated_at,
+    namespace = CASE WHEN %(set_namespace)s THEN excluded.namespace ELSE limit_keys.namespace END
+RETURNING namespace
 
 -- name: key_limit_list
+-- With a namespace, the keys other namespaces own are left out.
 SELECT key AS name, NULL::integer AS max_running, rate_count, rate_seconds, burst, tokens,
-       tokens_at
+       tokens_at, namespace
 FROM limit_keys
+WHERE %(namespace)s::text IS NULL OR namespace IS NULL OR namespace = %(namespace)s::text
 ORDER BY key COLLATE "C"
+
+-- name: limit_owners
+-- The queues and keys a namespace owns (the shared ones, NULL, are most and are not read).
+SELECT 'queue' AS kind, name, namespace FROM queues WHERE namespace IS NOT NULL
+UNION ALL
+SELECT 'key', key, namespace FROM limit_keys WHERE namespace IS NOT NULL
 
 -- name: key_limit_delete
 DELETE FROM limit_keys WHERE key = %(key)s

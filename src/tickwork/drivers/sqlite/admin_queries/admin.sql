@@ -2,7 +2,8 @@
 
 -- name: queue_list
 -- Every queue with jobs, unfinished occurrences or a pause row; :now for "due". With
--- :namespace, the counts are of that namespace's jobs' occurrences (queues are shared).
+-- :namespace, the counts are of that namespace's jobs' occurrences, and the queues other
+-- namespaces own are left out (shared ones and its own are listed).
 WITH names AS (
     SELECT queue AS name FROM jobs WHERE deleted_at IS NULL
     UNION SELECT queue FROM occurrences WHERE state IN ('scheduled', 'queued', 'retrying', 'running')
@@ -21,9 +22,10 @@ SELECT n.name AS name,
        (SELECT COUNT(*) FROM occurrences o WHERE o.queue = n.name AND o.state = 'running'
           AND (:namespace IS NULL OR o.job_id IN (SELECT id FROM jobs WHERE namespace = :namespace))
        ) AS running,
-       q.max_running, q.rate_count, q.rate_seconds, q.burst, q.tokens, q.tokens_at
+       q.max_running, q.rate_count, q.rate_seconds, q.burst, q.tokens, q.tokens_at, q.namespace
 FROM names n LEFT JOIN queues q ON q.name = n.name
-WHERE :name IS NULL OR n.name = :name
+WHERE (:name IS NULL OR n.name = :name)
+  AND (:namespace IS NULL OR q.namespace IS NULL OR q.namespace = :namespace)
 ORDER BY n.name
 
 -- name: queue_set_paused

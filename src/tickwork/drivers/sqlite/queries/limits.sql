@@ -24,24 +24,40 @@ UPDATE occurrences SET limited_at = ?
 WHERE job_id = ? AND scheduled_at = ? AND limited_at IS NULL
 
 -- name: queue_limits_set
-INSERT INTO queues (name, paused, updated_at, max_running, rate_count, rate_seconds, burst)
-VALUES (:name, 0, :now, :max_running, :rate_count, :rate_seconds, :burst)
+-- With set_namespace, the owner too (NULL: shared); without, the owner stays.
+INSERT INTO queues (name, paused, updated_at, max_running, rate_count, rate_seconds, burst,
+                    namespace)
+VALUES (:name, 0, :now, :max_running, :rate_count, :rate_seconds, :burst,
+        :namespace)
 ON CONFLICT (name) DO UPDATE SET
     max_running = excluded.max_running, rate_count = excluded.rate_count,
     rate_seconds = excluded.rate_seconds, burst = excluded.burst, tokens = NULL,
-    tokens_at = NULL, updated_at = excluded.updated_at
+    tokens_at = NULL, updated_at = excluded.updated_at,
+    namespace = CASE WHEN :set_namespace THEN excluded.namespace ELSE queues.namespace END
 
 -- name: key_limit_set
-INSERT INTO limit_keys (key, rate_count, rate_seconds, burst, updated_at)
-VALUES (:key, :rate_count, :rate_seconds, :burst, :now)
+-- With set_namespace, the owner too (NULL: shared); without, the owner stays.
+INSERT INTO limit_keys (key, rate_count, rate_seconds, burst, updated_at, namespace)
+VALUES (:key, :rate_count, :rate_seconds, :burst, :now, :namespace)
 ON CONFLICT (key) DO UPDATE SET
     rate_count = excluded.rate_count, rate_seconds = excluded.rate_seconds,
-    burst = excluded.burst, tokens = NULL, tokens_at = NULL, updated_at = excluded.updated_at
+    burst = excluded.burst, tokens = NULL, tokens_at = NULL, updated_at = excluded.updated_at,
+    namespace = CASE WHEN :set_namespace THEN excluded.namespace ELSE limit_keys.namespace END
+RETURNING namespace
 
 -- name: key_limit_list
-SELECT key AS name, NULL AS max_running, rate_count, rate_seconds, burst, tokens, tokens_at
+-- With :namespace, the keys other namespaces own are left out.
+SELECT key AS name, NULL AS max_running, rate_count, rate_seconds, burst, tokens, tokens_at,
+       namespace
 FROM limit_keys
+WHERE :namespace IS NULL OR namespace IS NULL OR namespace = :namespace
 ORDER BY key
+
+-- name: limit_owners
+-- The queues and keys a namespace owns (the shared ones, NULL, are most and are not read).
+SELECT 'queue' AS kind, name, namespace FROM queues WHERE namespace IS NOT NULL
+UNION ALL
+SELECT 'key', key, namespace FROM limit_keys WHERE namespace IS NOT NULL
 
 -- name: key_limit_delete
 DELETE FROM limit_keys WHERE key = :key
