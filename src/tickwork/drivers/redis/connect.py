@@ -13,7 +13,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
+from redis.backoff import NoBackoff
 
 from tickwork.drivers.redis_url import CLUSTER, SENTINEL, parse_redis_url
 
@@ -42,8 +44,12 @@ def open_client(url: str, **options: Any) -> RedisClient:
                             username=target.username, password=target.password,
                             ssl=target.ssl, **options)
     if target.kind == SENTINEL:
-        sentinel_options = {k: v for k, v in options.items()
-                            if k in ("socket_timeout", "socket_connect_timeout")}
+        sentinel_options: dict[str, Any] = {
+            k: v for k, v in options.items() if k in ("socket_timeout", "socket_connect_timeout")}
+        # Each sentinel is asked once: the list is the redundancy. redis-py's default retries
+        # with backoff made every call wait ~4 s when no sentinel answered, before the
+        # caller could go degraded.
+        sentinel_options["retry"] = Retry(NoBackoff(), 0)
         sentinel = Sentinel(  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
             list(target.nodes), sentinel_kwargs=sentinel_options)
         client: SentinelMaster = sentinel.master_for(
