@@ -134,37 +134,30 @@ async def test_w3_with_idle_jobs_due_in_the_window() -> None:
     assert result["rss_mib"]["service"]["end"] > 0
 
 
-async def test_w2_small_profile_with_plot(tmp_path: Path) -> None:
-    plot = tmp_path / "w2.svg"
-    result = await bench("w2", "--end-minute", "2", "--heavy-minutes", "1", "--spike", "300",
-                         "--per-day", "100000", "--compression", "30", "--plot", str(plot))
+async def test_w2_small_profile_plots_lateness_and_table_sizes(tmp_path: Path) -> None:
+    """A small profile with a spike minute and ``--retention``: the processes purge and prune
+    within seconds, the tables are sampled, judged and plotted, and so is lateness; ~20 s."""
+    plot, sizes = tmp_path / "w2.svg", tmp_path / "size.svg"
+    result = await bench("w2", "--end-minute", "3", "--heavy-minutes", "1", "--spike", "300",
+                         "--per-day", "100000", "--compression", "15", "--retention", "4s",
+                         "--plot", str(plot), "--size-plot", str(sizes))
     assert_correct(result)
-    assert [m["minute"] for m in result["per_minute"]] == [0, 1]
-    assert [m["spike"] for m in result["per_minute"]] == [False, True]
+    assert [m["minute"] for m in result["per_minute"]] == [0, 1, 2]
+    assert [m["spike"] for m in result["per_minute"]] == [False, True, False]
     assert result["per_minute"][1]["jobs"] == 300 + result["parameters"]["base_per_minute"]
     assert result["series"]
     assert {"t", "p50", "p99", "max"} <= set(result["series"][0])
     assert plot.read_text().startswith("<svg")
-
-
-async def test_w2_with_a_short_retention_samples_the_tables(tmp_path: Path) -> None:
-    """``--retention``: the processes purge and prune within seconds, and the tables are
-    sampled, judged and plotted; about 25 s."""
-    plot = tmp_path / "size.svg"
-    result = await bench("w2", "--end-minute", "4", "--heavy-minutes", "1", "--spike", "200",
-                         "--per-day", "100000", "--compression", "15", "--retention", "5s",
-                         "--size-plot", str(plot))
-    assert_correct(result)
     t = result["tables"]
-    assert (t["method"], t["retention_seconds"]) == ("dbstat", 5.0)
+    assert (t["method"], t["retention_seconds"]) == ("dbstat", 4.0)
     assert t["retentions_passed"] >= 2
-    assert t["series"][-1]["t"] >= 2 * 5.0
+    assert t["series"][-1]["t"] >= 2 * 4.0
     assert set(t["series"][0]["rows"]) == {"jobs", "occurrences", "attempts"}
     # Every one-off job finished and was purged a retention later: far fewer rows at the
     # end than jobs run, the warm-up's included.
     assert t["series"][-1]["rows"]["jobs"] < result["executed"]
     assert set(t["verdict"]) == {"jobs", "occurrences", "attempts", "bounded"}
-    text = plot.read_text()
+    text = sizes.read_text()
     assert text.startswith("<svg")
     assert "retention x2" in text
 
