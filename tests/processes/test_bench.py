@@ -173,13 +173,16 @@ async def test_w2_retention_must_be_a_duration() -> None:
         "like 90, 30s, 15m, 1h, 1d, 1h30m or 500ms)"]
 
 
-async def test_w4_on_postgres_and_redis(postgres_admin: str,
-                                        private_redis: PrivateRedis) -> None:
+async def test_w4_on_postgres_and_redis(postgres_admin: str, private_redis: PrivateRedis,
+                                        tmp_path: Path) -> None:
     """A few hundred interval jobs for a short window: the record and the store's attempts
-    agree that nothing was missed, duplicated or early."""
+    agree that nothing was missed, duplicated or early; lateness is plotted."""
+    plot = tmp_path / "w4.svg"
     result = await bench("w4", "--jobs", "300", "--every", "5", "--duration", "10",
                          "--database", postgres_admin, "--redis", private_redis.url,
-                         "--workers", "1", timeout=150)
+                         "--workers", "1", "--plot", str(plot), timeout=150)
+    assert plot.read_text().startswith("<svg")
+    assert "W4: 300 jobs every 5s" in plot.read_text()
     assert_correct(result, 600)  # every job twice: 10 s of a 5 s interval
     assert result["workload"] == "w4"
     assert result["deployment"]["kind"] == "postgres+redis"

@@ -168,3 +168,40 @@ async def test_the_pruner_takes_its_pace_and_retention_from_the_settings(tmp_pat
     assert pruner.interval_seconds == 30.0
     assert pruner.retention == 12 * HOUR
     assert assemble.pruner(Settings(), store=store, clock=FakeClock(NOW)).interval_seconds == 600
+
+
+async def test_a_pass_that_deletes_vacuums_where_the_server_would_not(
+    store: Store, request: pytest.FixtureRequest,
+) -> None:
+    """PostgreSQL with autovacuum off never reclaims what pruning deletes: the pruner vacuums
+    the pruned tables itself then. With autovacuum on, and on SQLite, it leaves them be."""
+    job = await add_job(store, "j", now=NOW)
+    await add_occurrences(store, job, NOW)
+    [c] = (await claim(store, NOW)).claims
+    await complete(store, NOW, completion(c, started_at=NOW))
+    vacuumed, autovacuum = 0, "on"
+    if isinstance(store, PostgresStore):
+        async with await psycopg.AsyncConnection.connect(
+                request.getfixturevalue("postgres_url"), autocommit=True) as conn:
+            autovacuum = (await (await conn.execute("SHOW autovacuum")).fetchone() or ("",))[0]
+            before = await (await conn.execute(
+                "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'occurrences'"
+            )).fetchone()
+
+    pruner = Pruner(store=store, clock=FakeClock(NOW), retention_days=1)  # type: ignore[arg-type]
+    assert (await pruner.run_once(NOW + 2 * DAY)).occurrences_deleted == 1
+    assert await pruner.run_once(NOW + 2 * DAY + HOUR) is not None  # nothing left: no vacuum
+
+    if isinstance(store, PostgresStore):
+        async with await psycopg.AsyncConnection.connect(
+                request.getfixturevalue("postgres_url"), autocommit=True) as conn:
+            await conn.execute("SELECT pg_stat_force_next_flush()")
+            after = await (await conn.execute(
+                "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'occurrences'"
+            )).fetchone()
+        assert before is not None
+        assert after is not None
+        vacuumed = after[0] - before[0]
+    expected = ["jobs", "occurrences", "attempts"] if autovacuum == "off" else []
+    assert await store.history_vacuum() == expected  # type: ignore[attr-defined]
+    assert vacuumed == (1 if autovacuum == "off" else 0)

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class Execution(NamedTuple):
@@ -141,3 +141,17 @@ class Tally:
         for group, n in sorted(counts.items()):
             out[group] = (n, len(late[group]), late[group])
         return out
+
+
+def lateness_series(tally: Tally, t0: float) -> list[dict[str, Any]]:
+    """Lateness percentiles per real second of scheduled time, for ``report.svg_plot``."""
+    buckets: dict[int, list[float]] = {}
+    for e in tally.first.values():
+        buckets.setdefault(int(e.scheduled - t0), []).append(e.started - e.scheduled)
+    out = []
+    for second in sorted(buckets):
+        ordered = sorted(buckets[second])
+        out.append({"t": second, "n": len(ordered), "p50": round(ordered[len(ordered) // 2], 4),
+                    "p99": round(percentile(ordered, 99) or 0.0, 4),
+                    "max": round(ordered[-1], 4)})
+    return out

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tickwork.bench.record import Tally, lateness_summary, percentile
+from tickwork.bench.record import Tally, lateness_series, lateness_summary, percentile
 from tickwork.bench.report import svg_plot
 from tickwork.bench.runner import Bench, memory_figures
 from tickwork.bench.tables import TableSampler, sampler_for
@@ -171,7 +171,7 @@ async def run_w2(bench: Bench, p: LoadProfile, *, plot: str | None = None,
     memory = memory_figures(bench.deployment)
     if not task.cancelled() and (error := task.exception()) is not None:
         raise error
-    series = _series(tally, t0)
+    series = lateness_series(tally, t0)
     if plot:
         spans = [(minute_start(m) - t0, minute_start(m) - t0 + p.minute_seconds)
                  for m in p.heavy_minutes if m in minutes]
@@ -252,16 +252,3 @@ def _lateness(tally: Tally, p: LoadProfile) -> dict[str, Any]:
         "per_minute": per_minute,
     }
 
-
-def _series(tally: Tally, t0: float) -> list[dict[str, Any]]:
-    """Lateness percentiles per real second of scheduled time."""
-    buckets: dict[int, list[float]] = {}
-    for e in tally.first.values():
-        buckets.setdefault(int(e.scheduled - t0), []).append(e.started - e.scheduled)
-    out = []
-    for second in sorted(buckets):
-        ordered = sorted(buckets[second])
-        out.append({"t": second, "n": len(ordered), "p50": round(ordered[len(ordered) // 2], 4),
-                    "p99": round(percentile(ordered, 99) or 0.0, 4),
-                    "max": round(ordered[-1], 4)})
-    return out

@@ -24,11 +24,13 @@ import contextlib
 import math
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from tickwork.bench import cpu
 from tickwork.bench.deploy import Deployment, is_postgres
-from tickwork.bench.record import Tally, lateness_summary
+from tickwork.bench.record import Tally, lateness_series, lateness_summary
+from tickwork.bench.report import svg_plot
 from tickwork.bench.runner import CREATE_BATCH, Bench, memory_figures, rss_figures
 from tickwork.bench.w1 import correctness, rounded
 from tickwork.models import idempotency_key
@@ -82,7 +84,7 @@ async def create(bench: Bench, jobs: int, every: float, anchor: datetime,
 
 
 async def run_w4(bench: Bench, *, jobs: int, duration: int,
-                 every: float = 60.0) -> dict[str, Any]:
+                 every: float = 60.0, plot: str | None = None) -> dict[str, Any]:
     anchor = datetime.fromtimestamp(math.floor(time.time()), UTC)
     bench.progress.say(f"W4: creating {jobs:,} jobs every {every:g}s, offsets spread over "
                        "the interval")
@@ -125,6 +127,11 @@ async def run_w4(bench: Bench, *, jobs: int, duration: int,
     cpu_figures = meter.figures(tally.done)
     memory = memory_figures(bench.deployment)
     in_window = sum(1 for e in tally.first.values() if t0 <= e.started < t1)
+    if plot:
+        title = (f"W4: {jobs:,} jobs every {every:g}s ({jobs / every:,.0f} ticks/s), "
+                 f"{bench.deployment.kind}")
+        svg = svg_plot(lateness_series(tally, t0), title=title)
+        await asyncio.to_thread(Path(plot).write_text, svg, "utf-8")
     expected = tally.expected
     return {
         "workload": "w4",

@@ -209,6 +209,7 @@ async def publish(**params: Any) -> int:
               metavar="SECONDS", help="their interval; offsets spread evenly over it")
 @click.option("--duration", type=POSITIVE, default=600, show_default=True,
               help="seconds measured")
+@click.option("--plot", metavar="FILE.svg", help="write a plot of lateness over time")
 async def w4(**params: Any) -> int:
     """Sustained: N interval jobs every minute, offsets spread over it; executions/s,
     lateness, missed and duplicated ticks (record and store), RSS over time, CPU per
@@ -358,7 +359,8 @@ async def _workload(args: argparse.Namespace, bench: Any) -> dict[str, Any]:
     if args.workload == "w4":
         from tickwork.bench.w4 import run_w4  # noqa: PLC0415
 
-        return await run_w4(bench, jobs=args.jobs, duration=args.duration, every=args.every)
+        return await run_w4(bench, jobs=args.jobs, duration=args.duration, every=args.every,
+                            plot=args.plot)
     from tickwork.bench.w3 import run_w3  # noqa: PLC0415
 
     return await run_w3(bench, jobs=args.jobs, duration=args.duration, plot=args.plot,

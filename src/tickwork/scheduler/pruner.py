@@ -68,6 +68,7 @@ class Pruner(Loop):
         self.purge_batch = purge_batch
         self.on_purged = on_purged
         self._purge_full = False
+        self._said_vacuum = False
 
     async def run_once(self, now: datetime) -> HistoryPruned:
         """One pass: history and audit entries, then a batch of definitions."""
@@ -89,7 +90,18 @@ class Pruner(Loop):
                      (now - self.audit_retention).date().isoformat())
         purged = await self.purge_once(now)
         self._purge_full = max(purged.finished, purged.deleted) >= self.purge_batch
+        if (pruned.partitions_dropped or pruned.occurrences_deleted or pruned.attempts_deleted
+                or purged.finished or purged.deleted):
+            await self._vacuum()
         return pruned
+
+    async def _vacuum(self) -> None:
+        vacuumed = await self.store.history_vacuum()
+        if vacuumed and not self._said_vacuum:
+            log.warning("autovacuum is off on this PostgreSQL server: the pruner vacuums %s "
+                        "after each pass that deletes (turn autovacuum on to leave it to "
+                        "the server)", ", ".join(vacuumed))
+            self._said_vacuum = True
 
     async def purge_once(self, now: datetime) -> JobsPurged:
         """One batch of finished one-off jobs and deleted jobs past the retention."""

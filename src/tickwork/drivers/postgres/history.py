@@ -19,6 +19,7 @@ from tickwork.drivers.history import HistoryPruned, HistoryPruneParams, Partitio
 from tickwork.drivers.postgres.connection import Pool, Q, fetch_all
 
 PREFIX = "attempts_p"
+PRUNED_TABLES = ("jobs", "occurrences", "attempts")  # what pruning and purging delete from
 
 
 def partition_name(day: date) -> str:
@@ -42,6 +43,23 @@ def _ddl(name: str, **parts: sql.Composable) -> sql.Composed:
 
 class HistoryMethods:
     pool: Pool
+    _autovacuum: bool | None = None  # the server's setting, read once
+
+    async def history_vacuum(self) -> list[str]:
+        """With the server's autovacuum on (PostgreSQL's default) it reclaims what pruning
+        deleted; with it off nothing would, and the tables would grow for ever however much
+        is pruned: then VACUUM (ANALYZE) them here (autocommit: VACUUM runs outside a
+        transaction; on the partitioned attempts table it vacuums every partition)."""
+        if self._autovacuum is None:
+            async with self.pool.statement() as conn:
+                rows = await fetch_all(conn, Q["autovacuum_setting"])
+            self._autovacuum = rows[0]["setting"] == "on"
+        if self._autovacuum:
+            return []
+        async with self.pool.statement() as conn:
+            await conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(
+                sql.SQL(", ").join(sql.Identifier(t) for t in PRUNED_TABLES)))
+        return list(PRUNED_TABLES)
 
     async def history_partitions(self) -> list[str]:
         async with self.pool.transaction() as conn:

@@ -26,6 +26,9 @@ class SqliteHistoryMethods:
     async def history_partitions_ensure(self, p: PartitionsEnsureParams) -> list[str]:
         return []
 
+    async def history_vacuum(self) -> list[str]:
+        return []  # SQLite reuses the pages a DELETE frees (its freelist) by itself
+
     async def history_prune(self, p: HistoryPruneParams) -> HistoryPruned:
         before = to_us(p.before)
 

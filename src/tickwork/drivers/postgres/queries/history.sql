@@ -54,3 +54,7 @@ DELETE FROM {part} WHERE ctid IN (
             AND o.state NOT IN ('succeeded', 'dead', 'crashed', 'missed', 'skipped_overlap',
                                 'cancelled'))
     LIMIT %(limit)s)
+
+-- name: autovacuum_setting
+-- Whether the server vacuums on its own (the pruner vacuums what it pruned when it does not).
+SELECT setting FROM pg_settings WHERE name = 'autovacuum'
