@@ -8,13 +8,11 @@ already runs an event loop.
 from __future__ import annotations
 
 import copy
-import getpass
 import uuid
 from collections.abc import (
     Awaitable,
     Callable,
     Iterable,
-    Iterator,
     Mapping,
     Sequence,
 )
@@ -27,7 +25,7 @@ from tickwork.client.calendars import (
     calendar_first_run,
     check_calendars,
 )
-from tickwork.client.chains import CHAIN_FIELDS, check_chains
+from tickwork.client.chains import check_chains
 from tickwork.client.namespaces import NamespaceMethods, check_namespace
 from tickwork.client.oneoff import EnqueueMethods
 from tickwork.client.owners import owner_check
@@ -35,16 +33,24 @@ from tickwork.client.queues import QueueMethods
 from tickwork.client.quotas import CreateGuard, check_run_quota, namespace_info
 from tickwork.client.references import check_secrets, secret_check
 from tickwork.client.runs import RunMethods
+from tickwork.client.specs import (
+    JobInput,
+    check_texts,
+    create_params,
+    has_chain,
+    os_user,
+    overlap_choice,
+    to_specs,
+    versioned,
+)
 from tickwork.clock import Clock, SystemClock
 from tickwork.document import (
-    BulkParser,
     check_runs,
     first_run,
     parse_job_document,
     to_spec,
 )
 from tickwork.document.render import spec_diff
-from tickwork.document.text import not_unicode
 from tickwork.drivers import open_driver
 from tickwork.drivers.admin import (
     AdminStore,
@@ -59,7 +65,6 @@ from tickwork.drivers.base import (
     JobListParams,
     JobSetPausedParams,
     JobUpdateParams,
-    JobVersion,
     NewOccurrence,
     OccurrenceInsertParams,
     OccurrenceListParams,
@@ -76,99 +81,9 @@ from tickwork.models import (
     JobSpec,
     Occurrence,
     Overlap,
-    ScheduleSpec,
     Trigger,
 )
 from tickwork.schedules import preview
-from tickwork.schedules.calendars import Calendar
-
-JobInput = Mapping[str, Any] | JobSpec
-
-
-def _overlap_choice(value: Overlap | str | None) -> Overlap | None:
-    """A backfill's overlap choice: a policy, or None for the job's own."""
-    if value is None or isinstance(value, Overlap):
-        return value
-    try:
-        return Overlap(value)
-    except ValueError:
-        raise ValidationError("overlap", "must be one of "
-                              + ", ".join(o.value for o in Overlap)
-                              + f" (got {value!r}); leave it out for the job's own") from None
-
-
-def _has_chain(doc: JobInput) -> bool:
-    if isinstance(doc, JobSpec):
-        return bool(doc.chained)
-    return isinstance(doc, Mapping) and any(f in doc for f in CHAIN_FIELDS)
-
-
-def to_specs(jobs: Iterable[JobInput],
-             check: Callable[[JobSpec], None] | None = None) -> Iterator[JobSpec]:
-    """Each job's spec, as it is asked for, passed through ``check``; a problem is named
-    with the job's index, as ``[3].schedule.cron``."""
-    parser = BulkParser()
-    for index, job in enumerate(jobs):
-        try:
-            spec = job if isinstance(job, JobSpec) else parser.spec(job)
-            if check is not None:
-                check(spec)
-        except ValidationError as exc:
-            prefix = f"[{index}]."
-            raise ValidationError(f"{prefix}{exc.field}" if exc.field else prefix,
-                                  exc.reason) from exc
-        yield spec
-
-
-def os_user() -> str | None:
-    """Who runs this process, as the audit trail names a CLI or Python client user."""
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):  # no login name and no passwd entry (some containers)
-        return None
-
-
-def create_params(specs: Iterable[JobSpec], now: datetime,
-                  calendars: Mapping[str, Calendar] | None = None,
-                  actor: str | None = None,
-                  namespace: str = DEFAULT_NAMESPACE) -> Iterator[JobCreateParams]:
-    """What the store creates for ``specs``: each job's first run is computed (and checked to
-    come) once per distinct schedule object (parsing hands out one per distinct schedule
-    document), with ``calendars`` for schedules that name some."""
-    firsts: dict[int, tuple[ScheduleSpec, datetime | None]] = {}
-    for index, spec in enumerate(specs):
-        if spec.schedule.offset_auto:  # its first run depends on its id: chosen here
-            job_id = uuid.uuid4().hex
-            first = first_run(spec, now, job_id)
-            try:
-                check_runs(spec, first, now)
-            except ValidationError as exc:
-                raise ValidationError(f"[{index}].{exc.field}", exc.reason) from exc
-            yield JobCreateParams(spec=spec, next_run_at=first, now=now, id=job_id, actor=actor,
-                                  namespace=namespace)
-            continue
-        known = firsts.get(id(spec.schedule))
-        if known is None:  # the tuple keeps the schedule alive, so no other takes its id
-            known = (spec.schedule, calendar_first_run(spec, now, calendars))
-            try:
-                check_runs(spec, known[1], now)
-            except ValidationError as exc:
-                raise ValidationError(f"[{index}].{exc.field}", exc.reason) from exc
-            firsts[id(spec.schedule)] = known
-        yield JobCreateParams(spec=spec, next_run_at=known[1], now=now, actor=actor,
-                              namespace=namespace)
-
-
-def _versioned(name: str, version: int | None, namespace: str) -> JobVersion | None:
-    return None if version is None else JobVersion(name, version, namespace)
-
-
-def _check_texts(**fields: str | None) -> None:
-    """ValidationError naming the first of ``fields`` that is not valid Unicode text."""
-    for name, value in fields.items():
-        reason = None if value is None else not_unicode(value)
-        if reason is not None:
-            raise ValidationError(name, reason)
 
 
 class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethods, RunMethods):
@@ -275,7 +190,7 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
         (created,) = await self.store.job_create_many(JobCreateManyParams(
             jobs=[JobCreateParams(spec=spec, next_run_at=next_run, now=now, id=job_id,
                                   actor=self._who(actor), namespace=self.home,
-                                  version=_versioned(spec.name, version, self.home))],
+                                  version=versioned(spec.name, version, self.home))],
             max_jobs=guard.info.quotas.max_jobs))
         self._changed()
         return created
@@ -302,7 +217,7 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
 
         specs: Iterable[JobSpec]
         docs = jobs if isinstance(jobs, Sequence) else list(jobs)
-        if any(_has_chain(doc) for doc in docs):
+        if any(has_chain(doc) for doc in docs):
             # Chains may name jobs of the same batch: all are parsed before any is checked.
             specs = list(to_specs(docs, check))
             await check_chains([(f"[{i}].", spec) for i, spec in enumerate(specs)],
@@ -345,7 +260,7 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
         other bad input, never an encoding error from the driver. A name is looked up in the
         client's namespace (``default`` for a client of every namespace: an id is found in
         any)."""
-        _check_texts(job=ref)
+        check_texts(job=ref)
         job = await self.store.job_get(ref, self.namespace)
         if not self._named_here(job, ref):
             raise JobNotFound(ref)
@@ -359,7 +274,7 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
                         kind: str | None = None, name_contains: str | None = None,
                         paused: bool | None = None, after_name: str | None = None,
                         limit: int = 100) -> list[Job]:
-        _check_texts(queue=queue, tag=tag, kind=kind, name_contains=name_contains,
+        check_texts(queue=queue, tag=tag, kind=kind, name_contains=name_contains,
                      after_name=after_name)
         """Up to ``limit`` jobs by name, read in pages of the store's batch bound."""
         found: list[Job] = []
@@ -406,7 +321,7 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
         updated = await self.store.job_update(
             JobUpdateParams(id=current.id, spec=spec, next_run_at=next_run, now=now,
                             actor=self._who(actor), diff=spec_diff(current.spec, spec),
-                            version=_versioned(current.spec.name, version,
+                            version=versioned(current.spec.name, version,
                                              current.namespace)))
         self._changed()
         return updated
@@ -452,7 +367,7 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
         job = await self._job(ref)
         await self.store.job_delete(JobDeleteParams(
             id=job.id, now=self.clock.now(), actor=self._who(actor),
-            version=_versioned(job.spec.name, version, job.namespace)))
+            version=versioned(job.spec.name, version, job.namespace)))
 
     async def preview(self, job: JobInput | str, n: int = 5,
                       after: datetime | None = None) -> list[datetime]:
@@ -474,7 +389,7 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
         the result says which runs a backfill would create and which exist already."""
         job = await self._job(ref)
         now = self.clock.now()
-        chosen = _overlap_choice(overlap)
+        chosen = overlap_choice(overlap)
         if since >= until:
             raise ValidationError("until", "must be after 'from'")
         if until > now:

@@ -30,7 +30,8 @@ from tickwork.models import (
 from tickwork.schedules.structured import Fire
 
 if TYPE_CHECKING:
-    from tickwork.client import AsyncClient, JobInput
+    from tickwork.client import AsyncClient
+    from tickwork.client.specs import JobInput
 
 T = TypeVar("T")
 
