@@ -177,30 +177,34 @@ async def test_redis_hung_workers_go_degraded_and_run_nothing_twice(
         assert node.proc is not None
         run.record_outside(f"SIGSTOP {OUTAGE}s", f"redis-server :{node.port}", node.proc.pid,
                            at)
-        went = [at + await logged(run, w, DEGRADED, at, within=SOCKET_TIMEOUT + 8)
-                for w in (w1, w2)]
         await run.pause(at + OUTAGE - time.time())
         resumed = node.resume()
-        # Back on the promoted replica before this (cluster, Sentinel), or after it resumed.
-        came = [g + await logged(run, w, BACK, g, within=PROBE + SOCKET_TIMEOUT + 5)
-                for w, g in zip((w1, w2), went, strict=True)]
-        serving = await target.master()
+        # A cluster's client retries a timed-out command on the promoted replica, so there a
+        # worker may never go degraded; one that did is back before the resume, or after it.
+        went = [w.seen_at(DEGRADED, at) for w in (w1, w2)]
+        came = [None if g is None else g + await logged(
+            run, w, BACK, g, within=PROBE + SOCKET_TIMEOUT + 5)
+            for w, g in zip((w1, w2), went, strict=True)]
         await finish(run, s1, w1, w2, within=window + 30)
+        serving = await target.master()  # asked late: a resumed old master learns it lost
         report = await run.check(explained_budget=0)
-    degraded = [g - at for g in went]
-    during = {w: [e for e in run.executions() if e.worker == w and g < e.started < c]
+    during = {w: [e for e in run.executions() if e.worker == w and g is not None
+                  and c is not None and g < e.started < c]
               for w, g, c in zip(("w1", "w2"), went, came, strict=True)}
     failover = f"its replica :{serving.port} took over" if serving is not node else "no failover"
-    print(f"  {failover}; degraded after {', '.join(f'{d:.2f}s' for d in degraded)}; back to "
-          f"Redis {', '.join(f'{c - resumed:+.2f}s' for c in came)} from its resume; "
-          f"{', '.join(f'{w} ran {len(d)}' for w, d in during.items())} from the store meanwhile")
+    print(f"  {failover}; degraded after "
+          f"{', '.join('never' if g is None else f'{g - at:.2f}s' for g in went)}; back to "
+          f"Redis {', '.join(f'{c - resumed:+.2f}s' for c in came if c is not None)} from its "
+          f"resume; {', '.join(f'{w} ran {len(d)}' for w, d in during.items())} from the "
+          f"store meanwhile")
     assert report.explained == [], "nothing ran twice across the mode switches"
-    assert max(degraded) <= SOCKET_TIMEOUT + 3, "a hung Redis is noticed within its timeout"
     if serving is node:
-        assert min(came) >= resumed, "no worker reads from Redis while it is hung"
+        degraded = [g - at for g in went if g is not None]
+        assert len(degraded) == 2, "both workers went degraded"
+        assert max(degraded) <= SOCKET_TIMEOUT + 3, "a hung Redis is noticed within its timeout"
+        assert min(c for c in came if c is not None) >= resumed, \
+            "no worker reads from Redis while it is hung"
         assert all(during.values()), "both workers ran jobs from the store"
-    else:
-        assert any(during.values()), "the workers ran jobs from the store until the promotion"
 
 
 async def test_a_worker_cut_off_from_redis_keeps_working_from_the_store(
