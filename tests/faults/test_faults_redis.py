@@ -2,14 +2,24 @@
 persistence, hung, or cut off from one worker by a blackhole, and a worker killed right after
 it acked. PostgreSQL decides and Redis only delivers, so none of these may lose an occurrence.
 
-One scheduler and two workers share the test's PostgreSQL database and a private redis-server
-(``tickwork.testing.faults.redisserver``; the shared Redis is never flushed or stopped). Jobs
-tick every second, a burst of short one-offs lands near the fault, and every execution is
-judged from the ledger the jobs write. A fault that loses Redis' data (FLUSHALL, a restart) may
-rerun only what was in flight at that instant; Redis hung or cut off must run nothing twice:
-the workers switch to claiming from PostgreSQL (degraded mode) and back.
+One scheduler and two workers share the test's PostgreSQL database and a private Redis
+deployment (``tickwork.testing.faults.redistopology``; the shared Redis is never flushed or
+stopped): one ``redis-server``, and, with the same test bodies, a Redis Cluster (3 masters, a
+replica each) and a Sentinel set-up (a master, a replica, 3 sentinels). Jobs tick every second,
+a burst of short one-offs lands near the fault, and every execution is judged from the ledger
+the jobs write. A fault that loses Redis' data (FLUSHALL, a restart) may rerun only what was in
+flight at that instant; Redis hung or cut off must run nothing twice: the workers switch to
+claiming from PostgreSQL (degraded mode) and back. On a cluster and on Sentinel, a hung master
+is replaced by its replica within seconds (node timeout, ``down-after`` 1 s): the workers come
+back on the promoted replica, before the old master resumes, and still nothing runs twice.
 
-CI-sized by default (Redis hung for the full 30 s even so); TICKWORK_FAULTS_FULL=1 runs longer
+The blackhole cut-off runs on the single server only: a proxy in front of one node does not
+cut off a cluster client, which connects to the node addresses the cluster announces (CLUSTER
+SLOTS, MOVED), nor a Sentinel client, which connects to the master address the sentinels give.
+
+CI-sized by default: every case on the single server (Redis hung for the full 30 s even so),
+and on a cluster and Sentinel the two cheapest that still prove the point (FLUSHALL, the
+after_ack failpoint). TICKWORK_FAULTS_FULL=1 runs every case on every deployment, with longer
 windows, more jobs and a longer cut-off.
 """
 
@@ -26,11 +36,12 @@ from typing import Any
 import pytest
 
 from tickwork.models import rfc3339
-from tickwork.testing.faults import redisserver
+from tickwork.testing.faults import redisserver, redistopology
 from tickwork.testing.faults.classify import Execution, in_flight
 from tickwork.testing.faults.procs import Proc
 from tickwork.testing.faults.proxy import BlackholeProxy
 from tickwork.testing.faults.redisserver import PrivateRedis
+from tickwork.testing.faults.redistopology import Deployment
 from tickwork.testing.faults.run import FaultRun, full, next_second, until_then
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(150 if full() else 90)]
@@ -51,6 +62,15 @@ REBUILT = r"reconciled \(epoch\): \d+ waiting in the store, (\d+) re-added"
 
 
 redis = redisserver.private_redis
+target = redistopology.redis_topology
+LOSSES = ("FLUSHALL", "restart without persistence")
+TOPOLOGIES = ("server", "cluster", "sentinel")
+# CI: every case on one server; on a cluster and Sentinel only FLUSHALL and after_ack.
+MORE = TOPOLOGIES if full() else ("server",)
+
+
+def on(*topologies: str) -> pytest.MarkDecorator:
+    return pytest.mark.parametrize("target", topologies, indirect=True)
 
 
 def workload(run: FaultRun, t0: datetime, window: float, burst_at: datetime
@@ -102,10 +122,13 @@ def reruns(executions: list[Execution]) -> list[Execution]:
     return out
 
 
-@pytest.mark.parametrize("loss", ["FLUSHALL", "restart without persistence"])
+@pytest.mark.parametrize(("target", "loss"), [
+    (t, loss) for t in TOPOLOGIES for loss in LOSSES if t in MORE or loss == "FLUSHALL"],
+    indirect=["target"])
 async def test_redis_loses_its_data_mid_run(tmp_path: Path, postgres_url: str,
-                                            redis: PrivateRedis, loss: str) -> None:
-    async with FaultRun(tmp_path, postgres_url, name=f"Redis {loss}", redis=redis.url) as run:
+                                            target: Deployment, loss: str) -> None:
+    async with FaultRun(tmp_path, postgres_url, name=f"Redis ({target.name}) {loss}",
+                        redis=target.url) as run:
         s1, w1, w2 = await deploy(run)
         t0 = next_second(after=2)
         fault_in = 3 + run.rng.uniform(-0.5, 1.5)  # around the burst, which lands at t0 + 3
@@ -113,12 +136,8 @@ async def test_redis_loses_its_data_mid_run(tmp_path: Path, postgres_url: str,
         jobs = await run.create(workload(run, t0, window, t0 + timedelta(seconds=3)))
         run.expect(jobs, t0, t0 + timedelta(seconds=window))
         await run.pause(until_then(t0) + fault_in)
-        if loss == "FLUSHALL":
-            at = await redis.flushall()
-            fault = run.record_outage(loss, at, at)
-        else:
-            at = await redis.restart()
-            fault = run.record_outage(loss, at, time.time())  # until it accepts again
+        at = await (target.flushall() if loss == "FLUSHALL" else target.restart())
+        fault = run.record_outage(loss, at, time.time())  # until it serves again
         noticed = await logged(run, s1, LOST, at, within=10)
         rebuilt = await logged(run, s1, REBUILT, at, within=15)
         (readded,) = [int(m[1]) for t, line in zip(s1.stamps, s1.lines, strict=True)
@@ -139,11 +158,12 @@ async def test_redis_loses_its_data_mid_run(tmp_path: Path, postgres_url: str,
             "a rerun has the same idempotency key and a new attempt number"
 
 
+@on(*MORE)
 @pytest.mark.timeout(150)
 async def test_redis_hung_workers_go_degraded_and_run_nothing_twice(
-        tmp_path: Path, postgres_url: str, redis: PrivateRedis) -> None:
-    async with FaultRun(tmp_path, postgres_url, name=f"Redis SIGSTOP {OUTAGE}s",
-                        redis=redis.url) as run:
+        tmp_path: Path, postgres_url: str, target: Deployment) -> None:
+    async with FaultRun(tmp_path, postgres_url, name=f"Redis ({target.name}) SIGSTOP {OUTAGE}s",
+                        redis=target.url) as run:
         s1, w1, w2 = await deploy(run)
         t0 = next_second(after=2)
         fault_in = run.rng.uniform(2, 4)
@@ -153,24 +173,38 @@ async def test_redis_hung_workers_go_degraded_and_run_nothing_twice(
                                          t0 + timedelta(seconds=round(fault_in) + 4)))
         run.expect(jobs, t0, t0 + timedelta(seconds=window))
         await run.pause(until_then(t0) + fault_in)
-        assert redis.proc is not None
-        at = redis.pause()
-        run.record_outside(f"SIGSTOP {OUTAGE}s", "redis-server", redis.proc.pid, at)
-        degraded = [await logged(run, w, DEGRADED, at, within=SOCKET_TIMEOUT + 8)
-                    for w in (w1, w2)]
+        node, at = await target.hang()
+        assert node.proc is not None
+        run.record_outside(f"SIGSTOP {OUTAGE}s", f"redis-server :{node.port}", node.proc.pid,
+                           at)
         await run.pause(at + OUTAGE - time.time())
-        resumed = redis.resume()
-        back = [await logged(run, w, BACK, resumed, within=PROBE + SOCKET_TIMEOUT + 5)
-                for w in (w1, w2)]
+        resumed = node.resume()
+        # A cluster's client retries a timed-out command on the promoted replica, so there a
+        # worker may never go degraded; one that did is back before the resume, or after it.
+        went = [w.seen_at(DEGRADED, at) for w in (w1, w2)]
+        came = [None if g is None else g + await logged(
+            run, w, BACK, g, within=PROBE + SOCKET_TIMEOUT + 5)
+            for w, g in zip((w1, w2), went, strict=True)]
         await finish(run, s1, w1, w2, within=window + 30)
+        serving = await target.master()  # asked late: a resumed old master learns it lost
         report = await run.check(explained_budget=0)
-    during = [e for e in run.executions() if at + max(degraded) < e.started < resumed]
-    print(f"  degraded after {', '.join(f'{d:.2f}s' for d in degraded)}; back to Redis "
-          f"{', '.join(f'{b:.2f}s' for b in back)} after it resumed; {len(during)} executions "
-          f"while it was hung")
+    during = {w: [e for e in run.executions() if e.worker == w and g is not None
+                  and c is not None and g < e.started < c]
+              for w, g, c in zip(("w1", "w2"), went, came, strict=True)}
+    failover = f"its replica :{serving.port} took over" if serving is not node else "no failover"
+    print(f"  {failover}; degraded after "
+          f"{', '.join('never' if g is None else f'{g - at:.2f}s' for g in went)}; back to "
+          f"Redis {', '.join(f'{c - resumed:+.2f}s' for c in came if c is not None)} from its "
+          f"resume; {', '.join(f'{w} ran {len(d)}' for w, d in during.items())} from the "
+          f"store meanwhile")
     assert report.explained == [], "nothing ran twice across the mode switches"
-    assert {e.worker for e in during} == {"w1", "w2"}, "both workers ran jobs from the store"
-    assert max(degraded) <= SOCKET_TIMEOUT + 3, "a hung Redis is noticed within its timeout"
+    if serving is node:
+        degraded = [g - at for g in went if g is not None]
+        assert len(degraded) == 2, "both workers went degraded"
+        assert max(degraded) <= SOCKET_TIMEOUT + 3, "a hung Redis is noticed within its timeout"
+        assert min(c for c in came if c is not None) >= resumed, \
+            "no worker reads from Redis while it is hung"
+        assert all(during.values()), "both workers ran jobs from the store"
 
 
 async def test_a_worker_cut_off_from_redis_keeps_working_from_the_store(
@@ -209,10 +243,11 @@ async def test_a_worker_cut_off_from_redis_keeps_working_from_the_store(
     assert proxy.forwarded > forwarded, "w1 talks to Redis again after the heal"
 
 
+@on(*TOPOLOGIES)
 async def test_failpoint_after_ack_kills_the_worker(tmp_path: Path, postgres_url: str,
-                                                    redis: PrivateRedis) -> None:
-    async with FaultRun(tmp_path, postgres_url, name="failpoint after_ack",
-                        redis=redis.url) as run:
+                                                    target: Deployment) -> None:
+    async with FaultRun(tmp_path, postgres_url, name=f"failpoint after_ack ({target.name})",
+                        redis=target.url) as run:
         hit = run.rng.randint(8, 20)  # some acked work first
         s1, w1, w2 = await deploy(run, w1_failpoints=f"after_ack=kill@{hit}")
         t0 = next_second(after=2)

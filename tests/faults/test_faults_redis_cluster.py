@@ -8,7 +8,9 @@ One scheduler and two workers share the test's PostgreSQL database and a private
 (``tickwork.testing.faults.rediscluster``: 3 masters with a replica each;
 ``tickwork.testing.faults.redissentinel``: a master, a replica and 3 sentinels). Jobs tick
 every second and a burst of one-offs lands near the kill, as in test_faults_redis.py.
-CI-sized by default; TICKWORK_FAULTS_FULL=1 runs more jobs and longer windows.
+CI-sized by default; TICKWORK_FAULTS_FULL=1 runs more jobs and longer windows. The faults
+every deployment has (flushed, restarted empty, hung, the after_ack failpoint) run on a
+cluster and on Sentinel in test_faults_redis.py.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@
   (``FaultRun(redis=url)`` gives it to the schedulers and workers).
 - ``rediscluster`` and ``redissentinel``: a private Redis Cluster (3 masters, a replica each)
   and a Sentinel set-up (master, replica, 3 sentinels) whose masters a test may ``kill -9``.
+- ``redistopology``: any of the three behind one face (flush, restart empty, hang the master),
+  so one fault case runs on each.
 - ``proxy``: a TCP proxy that becomes a blackhole, a partition between one process and Redis.
 - ``pgserver``: a private PostgreSQL server a test may stop or restart in immediate mode
   (``FaultRun.record_outage`` records such a fault of every process).

@@ -140,6 +140,12 @@ class PrivateCluster:
                 return f"replica {node.port} not in sync"
         return ""
 
+    async def serving_masters(self) -> list[PrivateRedis]:
+        """The live masters serving slots."""
+        topology = await self.topology()
+        return [n for n in self.alive if (t := topology.get(str(n.port))) is not None
+                and t["role"] == "master" and t["slots"]]
+
     async def master_of(self, key: str) -> PrivateRedis:
         slot = key_slot(key.encode())
         for port, t in (await self.topology()).items():
