@@ -238,7 +238,8 @@ async def test_b_flushall_mid_run_loses_nothing(
         await client.flushall()
         await client.aclose()
 
-    lines, twice, procs = await _fault_run(tmp_path, postgres_url, private_redis, flush)
+    lines, twice, procs = await _fault_run(tmp_path, postgres_url, private_redis, flush,
+                                           seconds=10)
     _in_flight_only(lines, twice, bound=64)
     assert any("lost its data" in line for line in procs[0].lines), "the reconciler noticed"
 
@@ -248,7 +249,8 @@ async def test_c_redis_restart_without_persistence_loses_nothing(
     async def restart(procs: list[Proc]) -> None:
         await private_redis.restart()
 
-    lines, twice, procs = await _fault_run(tmp_path, postgres_url, private_redis, restart)
+    lines, twice, procs = await _fault_run(tmp_path, postgres_url, private_redis, restart,
+                                           seconds=10)
     _in_flight_only(lines, twice, bound=64)
     assert any("lost its data" in line for line in procs[0].lines), "the reconciler noticed"
 
@@ -279,7 +281,7 @@ async def test_e_kill_9_of_a_worker_mid_batch_its_entries_are_reclaimed(
         procs[1].kill9()  # mid-batch: runs in flight, entries pending in its name
 
     lines, twice, procs = await _fault_run(
-        tmp_path, postgres_url, private_redis, kill, TICKWORK_LEASE_SECONDS="2",
+        tmp_path, postgres_url, private_redis, kill, seconds=12, TICKWORK_LEASE_SECONDS="2",
         TICKWORK_HEARTBEAT_SECONDS="0.5", TICKWORK_RESCUE_INTERVAL_SECONDS="0.5")
     _in_flight_only(lines, twice, bound=32)
     for key in twice:
