@@ -65,7 +65,7 @@ async def test_queue_pause_stops_claims_until_resumed(api: Api) -> None:
     queues = (await api.get("/api/v1/queues")).json()["items"]
     assert queues == [{"name": "reports", "paused": False, "waiting": 1, "due": 1,
                        "running": 0, "max_running": None, "rate": None, "burst": None,
-                       "tokens": None}]
+                       "tokens": None, "namespace": None}]
     assert_problem(await api.post("/api/v1/queues/reports/pause", scope="write"), 403)
     paused = await api.post("/api/v1/queues/reports/pause", scope="admin")
     assert paused.json()["paused"] is True
