@@ -46,6 +46,7 @@ class HistoryStore(Protocol):
     async def history_prune(self, p: HistoryPruneParams) -> HistoryPruned: ...
 
     async def history_vacuum(self) -> list[str]:
-        """After a pass that deleted rows: reclaim their space where the server would not on
-        its own (PostgreSQL with autovacuum off). The tables vacuumed; [] when none needs it."""
+        """Reclaim dead rows and refresh the planner's statistics where the server would not
+        on its own (PostgreSQL with autovacuum off), by the server's own thresholds. The
+        tables vacuumed or analyzed; [] when none needs it."""
         ...

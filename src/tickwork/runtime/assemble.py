@@ -30,6 +30,7 @@ from tickwork.scheduler.alerts import AlertEvaluator
 from tickwork.scheduler.planner import Planner
 from tickwork.scheduler.pruner import Pruner
 from tickwork.scheduler.rescuer import Rescuer
+from tickwork.scheduler.vacuumer import Vacuumer
 from tickwork.secrets import SecretResolver, resolver_for
 from tickwork.worker.pool import WorkerPool
 from tickwork.worker.runlog import RunLog
@@ -167,10 +168,10 @@ def alert_loops(settings: Settings, *, store: Store, clock: Clock,
 
 
 def pruner(settings: Settings, *, store: Store, clock: Clock,
-           metrics: Metrics | None = None) -> Pruner:
+           metrics: Metrics | None = None, vacuumer: Vacuumer | None = None) -> Pruner:
     """History and audit retention (both drivers' stores keep the history seam), and the
     purge of finished one-off and deleted jobs past ``finished_job_retention_seconds``,
-    counted in ``metrics``."""
+    counted in ``metrics``; a pass that deleted rows wakes ``vacuumer``."""
 
     def purged(done: JobsPurged) -> None:
         assert metrics is not None
@@ -182,4 +183,10 @@ def pruner(settings: Settings, *, store: Store, clock: Clock,
                   audit_retention_days=settings.audit_retention_days, jobs=store,
                   finished_job_retention_seconds=settings.finished_job_retention_seconds,
                   interval_seconds=settings.prune_interval_seconds,
-                  on_purged=None if metrics is None else purged)
+                  on_purged=None if metrics is None else purged,
+                  on_deleted=None if vacuumer is None else vacuumer.wake)
+
+
+def vacuumer(*, store: Store, clock: Clock) -> Vacuumer:
+    """Vacuums and analyzes the store's tables where the server does not (autovacuum off)."""
+    return Vacuumer(store=cast(HistoryStore, store), clock=clock)

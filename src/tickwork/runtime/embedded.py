@@ -40,6 +40,7 @@ from tickwork.scheduler.loop import Loop
 from tickwork.scheduler.planner import Planner
 from tickwork.scheduler.pruner import Pruner
 from tickwork.scheduler.rescuer import Rescuer
+from tickwork.scheduler.vacuumer import Vacuumer
 
 if TYPE_CHECKING:
     from tickwork.scheduler.dispatch import SchedulerDispatch
@@ -70,6 +71,7 @@ class EmbeddedService(Process):
         self.rescuer: Rescuer | None = None
         self.alerts: tuple[AlertEvaluator, AlertDeliverer] | None = None
         self.pruner: Pruner | None = None
+        self.vacuumer: Vacuumer | None = None
         self.redis: SchedulerDispatch | None = None  # the due set's side: promoter, reconciler
         self.source: RedisClaimSource | None = None  # the worker's side: claims from Redis
         self.streams: list[StreamSource] = []  # job commands consumed (the consume setting)
@@ -104,11 +106,12 @@ class EmbeddedService(Process):
             wake=self._rescued, sole_worker=worker if self.lock.held else None)
         self.alerts = assemble.alert_loops(s, store=self.store, clock=self.clock,
                                            executors=self.executors)
+        self.vacuumer = assemble.vacuumer(store=self.store, clock=self.clock)
         self.pruner = assemble.pruner(s, store=self.store, clock=self.clock,
-                                      metrics=self.metrics)
+                                      metrics=self.metrics, vacuumer=self.vacuumer)
         await self.rescuer.run_once(self.clock.now())  # orphans of a crashed predecessor
         await self._sync_jobs(jobs)
-        for loop in (self.planner, self.rescuer, self.pruner, *self.alerts,
+        for loop in (self.planner, self.rescuer, self.pruner, self.vacuumer, *self.alerts,
                      *self._redis_loops()):
             loop.start()
         self.pool.start()
@@ -137,7 +140,7 @@ class EmbeddedService(Process):
 
     def loops(self) -> tuple[Stoppable, ...]:
         return (*self.streams,
-                *(loop for loop in (self.planner, self.rescuer, self.pruner)
+                *(loop for loop in (self.planner, self.rescuer, self.pruner, self.vacuumer)
                   if loop is not None),
                 *(self.alerts or ()), *self._redis_loops())
 

@@ -59,8 +59,9 @@ class SchedulerProcess(Process):
         self.executors, self.secrets = assemble.executors(s.executors, driver)
         self.alerts = assemble.alert_loops(s, store=self.store, clock=self.clock,
                                            executors=self.executors, shards=self.leaser.shards)
+        self.vacuumer = assemble.vacuumer(store=self.postgres, clock=self.clock)
         self.pruner = assemble.pruner(s, store=self.postgres, clock=self.clock,
-                                      metrics=self.metrics)
+                                      metrics=self.metrics, vacuumer=self.vacuumer)
         # A scheduler stopping gives its shards back and says so: take them now, not at the
         # next lease pass, so they are never left unplanned for seconds.
         self.listener = NotifyListener(s.database, lambda _: self.leaser.wake(),
@@ -75,8 +76,8 @@ class SchedulerProcess(Process):
         self._started = True
         if self.dispatch is not None:
             await self.dispatch.check_settings()
-        for loop in (self.leaser, self.planner, self.rescuer, self.pruner, *self.alerts,
-                     *self._redis_loops()):
+        for loop in (self.leaser, self.planner, self.rescuer, self.pruner, self.vacuumer,
+                     *self.alerts, *self._redis_loops()):
             loop.start()
         self.listener.start()
         await self.serve_metrics()
@@ -92,8 +93,8 @@ class SchedulerProcess(Process):
         return self.redis.loops() if self.redis is not None else ()
 
     def loops(self) -> tuple[Stoppable, ...]:
-        return (self.listener, self.planner, self.rescuer, self.pruner, *self.alerts,
-                *self._redis_loops())
+        return (self.listener, self.planner, self.rescuer, self.pruner, self.vacuumer,
+                *self.alerts, *self._redis_loops())
 
     async def _stop_more(self) -> None:
         if self._started:

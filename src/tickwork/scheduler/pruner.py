@@ -44,7 +44,8 @@ class Pruner(Loop):
                  jobs: EnqueueStore | None = None,
                  finished_job_retention_seconds: float = FINISHED_JOB_RETENTION_SECONDS,
                  purge_batch: int = PURGE_BATCH,
-                 on_purged: Callable[[JobsPurged], None] | None = None) -> None:
+                 on_purged: Callable[[JobsPurged], None] | None = None,
+                 on_deleted: Callable[[], None] | None = None) -> None:
         if not retention_days > 0:
             raise ValueError(f"retention_days must be greater than 0 (got {retention_days})")
         if audit_retention_days < 1:
@@ -67,8 +68,8 @@ class Pruner(Loop):
         self.job_retention = timedelta(seconds=finished_job_retention_seconds)
         self.purge_batch = purge_batch
         self.on_purged = on_purged
+        self.on_deleted = on_deleted  # a pass deleted rows (the vacuumer looks at once)
         self._purge_full = False
-        self._said_vacuum = False
 
     async def run_once(self, now: datetime) -> HistoryPruned:
         """One pass: history and audit entries, then a batch of definitions."""
@@ -91,17 +92,9 @@ class Pruner(Loop):
         purged = await self.purge_once(now)
         self._purge_full = max(purged.finished, purged.deleted) >= self.purge_batch
         if (pruned.partitions_dropped or pruned.occurrences_deleted or pruned.attempts_deleted
-                or purged.finished or purged.deleted):
-            await self._vacuum()
+                or purged.finished or purged.deleted) and self.on_deleted is not None:
+            self.on_deleted()
         return pruned
-
-    async def _vacuum(self) -> None:
-        vacuumed = await self.store.history_vacuum()
-        if vacuumed and not self._said_vacuum:
-            log.warning("autovacuum is off on this PostgreSQL server: the pruner vacuums %s "
-                        "after each pass that deletes (turn autovacuum on to leave it to "
-                        "the server)", ", ".join(vacuumed))
-            self._said_vacuum = True
 
     async def purge_once(self, now: datetime) -> JobsPurged:
         """One batch of finished one-off jobs and deleted jobs past the retention."""

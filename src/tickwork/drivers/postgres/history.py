@@ -11,6 +11,7 @@ in the same bounded batches: DELETEs, where whole days cost a DROP.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 from psycopg import sql
@@ -19,7 +20,35 @@ from tickwork.drivers.history import HistoryPruned, HistoryPruneParams, Partitio
 from tickwork.drivers.postgres.connection import Pool, Q, fetch_all
 
 PREFIX = "attempts_p"
-PRUNED_TABLES = ("jobs", "occurrences", "attempts")  # what pruning and purging delete from
+
+
+@dataclass(frozen=True, slots=True)
+class VacuumRules:
+    """PostgreSQL's autovacuum thresholds: a table is vacuumed once its dead rows pass
+    ``vacuum_base + vacuum_scale * live`` and analyzed once its changed rows pass
+    ``analyze_base + analyze_scale * live``."""
+
+    server_vacuums: bool
+    vacuum_base: float = 50
+    vacuum_scale: float = 0.2
+    analyze_base: float = 50
+    analyze_scale: float = 0.1
+
+    @classmethod
+    def of(cls, settings: dict[str, str]) -> VacuumRules:
+        return cls(server_vacuums=settings.get("autovacuum", "on") == "on",
+                   vacuum_base=float(settings.get("autovacuum_vacuum_threshold", 50)),
+                   vacuum_scale=float(settings.get("autovacuum_vacuum_scale_factor", 0.2)),
+                   analyze_base=float(settings.get("autovacuum_analyze_threshold", 50)),
+                   analyze_scale=float(settings.get("autovacuum_analyze_scale_factor", 0.1)))
+
+    def work(self, live: int, dead: int, changed: int) -> str:
+        """``VACUUM (ANALYZE)``, ``ANALYZE`` or "" for a table with these counts."""
+        if dead > self.vacuum_base + self.vacuum_scale * live:
+            return "VACUUM (ANALYZE)"
+        if changed > self.analyze_base + self.analyze_scale * live:
+            return "ANALYZE"
+        return ""
 
 
 def partition_name(day: date) -> str:
@@ -43,23 +72,37 @@ def _ddl(name: str, **parts: sql.Composable) -> sql.Composed:
 
 class HistoryMethods:
     pool: Pool
-    _autovacuum: bool | None = None  # the server's setting, read once
+    _vacuum_rules: VacuumRules | None = None  # the server's settings, read once
 
     async def history_vacuum(self) -> list[str]:
-        """With the server's autovacuum on (PostgreSQL's default) it reclaims what pruning
-        deleted; with it off nothing would, and the tables would grow for ever however much
-        is pruned: then VACUUM (ANALYZE) them here (autocommit: VACUUM runs outside a
-        transaction; on the partitioned attempts table it vacuums every partition)."""
-        if self._autovacuum is None:
+        """With the server's autovacuum on (PostgreSQL's default) it reclaims dead rows and
+        keeps the planner's statistics fresh; with it off nothing would: tables would grow for
+        ever however much is pruned, and plans made while a table was small would stay as it
+        grew. Then this does what autovacuum would, with the server's own thresholds: VACUUM
+        (ANALYZE) each table of the schema whose dead rows passed them, ANALYZE each whose
+        changes did (autocommit: VACUUM runs outside a transaction). One scheduler at a time;
+        the tables done, [] when none needed it or another scheduler is at it."""
+        rules = self._vacuum_rules
+        if rules is None:
             async with self.pool.statement() as conn:
-                rows = await fetch_all(conn, Q["autovacuum_setting"])
-            self._autovacuum = rows[0]["setting"] == "on"
-        if self._autovacuum:
+                rows = await fetch_all(conn, Q["autovacuum_settings"])
+            rules = self._vacuum_rules = VacuumRules.of({r["name"]: r["setting"] for r in rows})
+        if rules.server_vacuums:
             return []
+        done: list[str] = []
         async with self.pool.statement() as conn:
-            await conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(
-                sql.SQL(", ").join(sql.Identifier(t) for t in PRUNED_TABLES)))
-        return list(PRUNED_TABLES)
+            if not (await fetch_all(conn, Q["vacuum_lock"]))[0]["locked"]:
+                return []
+            try:
+                for row in await fetch_all(conn, Q["table_churn"]):
+                    work = rules.work(row["live"], row["dead"], row["changed"])
+                    if work:
+                        await conn.execute(sql.SQL(work + " {}").format(
+                            sql.Identifier(row["name"])))
+                        done.append(row["name"])
+            finally:
+                await conn.execute(Q["vacuum_unlock"])
+        return done
 
     async def history_partitions(self) -> list[str]:
         async with self.pool.transaction() as conn:

@@ -55,6 +55,25 @@ DELETE FROM {part} WHERE ctid IN (
                                 'cancelled'))
     LIMIT %(limit)s)
 
--- name: autovacuum_setting
--- Whether the server vacuums on its own (the pruner vacuums what it pruned when it does not).
-SELECT setting FROM pg_settings WHERE name = 'autovacuum'
+-- name: autovacuum_settings
+-- Whether the server vacuums on its own, and the thresholds it would use: with autovacuum off
+-- tickwork applies them to its own tables.
+SELECT name, setting FROM pg_settings
+WHERE name IN ('autovacuum', 'autovacuum_vacuum_threshold', 'autovacuum_vacuum_scale_factor',
+               'autovacuum_analyze_threshold', 'autovacuum_analyze_scale_factor')
+
+-- name: vacuum_lock
+-- One vacuuming scheduler at a time (a session lock, released at once after the pass).
+SELECT pg_try_advisory_lock(hashtext('tickwork.vacuum')) AS locked
+
+-- name: vacuum_unlock
+SELECT pg_advisory_unlock(hashtext('tickwork.vacuum'))
+
+-- name: table_churn
+-- The tables of this schema (attempts' partitions each on its own: the partitioned parent holds
+-- no rows), with what autovacuum would weigh: dead rows and rows changed since the last ANALYZE.
+SELECT relname AS name, n_live_tup AS live, n_dead_tup AS dead,
+       n_mod_since_analyze AS changed
+FROM pg_stat_user_tables
+WHERE schemaname = current_schema()
+ORDER BY relname
