@@ -256,12 +256,20 @@ async def test_a_single_statement_runs_without_a_transaction_and_leaves_none_beh
         await pool.close()
 
 
-@pytest.mark.parametrize("name", ["occurrence_keys_lock", "occurrence_keys_peek"])
-async def test_claims_by_key_look_each_key_up_even_in_a_plan_made_for_an_empty_table(
-        postgres_url: str, name: str) -> None:
+BY_KEY = r"Index Scan using occurrences_(pkey|scheduled)"  # (scheduled_at, job_id) may serve
+
+
+@pytest.mark.parametrize(("name", "index"), [
+    ("occurrence_keys_lock", BY_KEY), ("occurrence_keys_peek", BY_KEY),
+    ("occurrence_claim", BY_KEY),
+    ("occurrence_unfinished_of_jobs", r"Index Scan using occurrences_job_unfinished")])
+async def test_claims_look_each_key_or_job_up_even_in_a_plan_made_for_an_empty_table(
+        postgres_url: str, name: str, index: str) -> None:
     """Prepared statements keep the generic plan made on first use; on a new database that
-    was a hash join over a scan of every occurrence, kept as the table grew."""
-    values = {"job_ids": "'{j}'", "scheduled": "'{2030-01-01}'", "server_clock": "true"}
+    was a hash join over a scan of every occurrence (or of every waiting one, through
+    occurrences_due, or every running one), kept as the table grew."""
+    values = {"job_ids": "'{j}'", "scheduled": "'{2030-01-01}'", "server_clock": "true",
+              "leases": "'{2030-01-01}'", "worker": "'w'", "now": "'2030-01-01'"}
     names: list[str] = []
 
     def placeholder(match: re.Match[str]) -> str:
@@ -276,4 +284,5 @@ async def test_claims_by_key_look_each_key_up_even_in_a_plan_made_for_an_empty_t
         cur = await conn.execute(f"EXPLAIN EXECUTE probe({args})")  # type: ignore[arg-type]
         plan = "\n".join(row[0] for row in await cur.fetchall())
     assert "Seq Scan on occurrences" not in plan, plan
-    assert "Index" in plan, plan
+    assert "occurrences_due" not in plan, plan
+    assert re.search(index, plan), plan
