@@ -262,14 +262,17 @@ BY_KEY = r"Index Scan using occurrences_(pkey|scheduled)"  # (scheduled_at, job_
 @pytest.mark.parametrize(("name", "index"), [
     ("occurrence_keys_lock", BY_KEY), ("occurrence_keys_peek", BY_KEY),
     ("occurrence_claim", BY_KEY),
-    ("occurrence_unfinished_of_jobs", r"Index Scan using occurrences_job_unfinished")])
-async def test_claims_look_each_key_or_job_up_even_in_a_plan_made_for_an_empty_table(
+    ("occurrence_unfinished_of_jobs", r"Index Scan using occurrences_job_unfinished"),
+    ("alert_jobs", r"Index Scan using jobs_alerting")])
+async def test_hot_reads_use_their_index_even_in_a_plan_made_for_an_empty_table(
         postgres_url: str, name: str, index: str) -> None:
     """Prepared statements keep the generic plan made on first use; on a new database that
     was a hash join over a scan of every occurrence (or of every waiting one, through
-    occurrences_due, or every running one), kept as the table grew."""
+    occurrences_due, or every running one), kept as the table grew. The alert evaluator's
+    read of the jobs naming alerts has an index of exactly those."""
     values = {"job_ids": "'{j}'", "scheduled": "'{2030-01-01}'", "server_clock": "true",
-              "leases": "'{2030-01-01}'", "worker": "'w'", "now": "'2030-01-01'"}
+              "leases": "'{2030-01-01}'", "worker": "'w'", "now": "'2030-01-01'",
+              "after": "''", "limit": "100", "shards": "NULL"}
     names: list[str] = []
 
     def placeholder(match: re.Match[str]) -> str:

@@ -31,7 +31,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from tickwork.clock import Clock
-from tickwork.drivers.admin import QueueListParams
 from tickwork.drivers.base import OccurrenceWaitingParams, Store
 from tickwork.drivers.dispatch import (
     Dispatch,
@@ -256,8 +255,8 @@ class StoreWaitingSource:
 
 
 class QueueCatalog(Loop):
-    """The queues a scheduler promotes and reconciles: those the store knows (jobs, unfinished
-    occurrences, pause rows), refreshed every ``interval_seconds``, plus any planned since."""
+    """The queues a scheduler promotes and reconciles: those the store knows (unfinished
+    occurrences, queue rows), refreshed every ``interval_seconds``, plus any planned since."""
 
     name = "queue-catalog"
 
@@ -274,6 +273,5 @@ class QueueCatalog(Loop):
         self._names.update(names)
 
     async def tick(self, now: datetime) -> bool:
-        queues = await self.store.admin().queue_list(QueueListParams(now=now))
-        self._names.update(q.name for q in queues)
+        self._names.update(await self.store.admin().queue_names())
         return False

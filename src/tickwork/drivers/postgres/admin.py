@@ -56,6 +56,11 @@ class PostgresAdmin(PostgresNamespaceMethods):
                                                            "namespace": p.namespace})
         return [_queue(r, p.now) for r in rows]
 
+    async def queue_names(self) -> list[str]:
+        async with self._pool.statement() as conn:
+            rows = await fetch_all(conn, Q["queue_names"])
+        return [r["name"] for r in rows]
+
     async def queue_set_paused(self, p: a.QueueSetPausedParams) -> a.QueueInfo:
         async with self._pool.transaction() as conn:
             await conn.execute(Q["queue_set_paused"], (p.name, p.paused, p.now))

@@ -115,8 +115,8 @@ class AlertMethods:
 
     async def alert_jobs(self, p: a.AlertJobsParams) -> list[Job]:
         async with self.pool.transaction() as conn:
-            rows = await fetch_all(conn, Q["alert_jobs"], {
-                "after": p.after_id, "every": p.every_job, "limit": p.limit,
+            rows = await fetch_all(conn, Q["alert_jobs_every" if p.every_job else "alert_jobs"], {
+                "after": p.after_id, "limit": p.limit,
                 "shards": None if p.shards is None else sorted(p.shards)})
         return [job_from_row(r, self._specs) for r in rows]
 

@@ -57,6 +57,10 @@ class SqliteAdmin(SqliteNamespaceMethods):
 
         return await self._conn.run(run)
 
+    async def queue_names(self) -> list[str]:
+        return await self._conn.run(
+            lambda conn: [r[0] for r in conn.execute(Q["queue_names"])])
+
     async def queue_set_paused(self, p: a.QueueSetPausedParams) -> a.QueueInfo:
         def run(conn: sqlite3.Connection) -> a.QueueInfo:
             now = to_us(p.now)

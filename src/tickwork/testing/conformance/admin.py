@@ -111,6 +111,22 @@ class AdminConformance:
             QueueInfo(name="reports", paused=False, waiting=0, due=0, running=1)]
         assert (await _queues(admin, NOW + seconds(100)))[0].due == 2
 
+    async def test_queue_names_are_those_with_unfinished_runs_or_a_row(
+            self, store: Store, admin: AdminStore) -> None:
+        assert await admin.queue_names() == []
+        a = await add_job(store, "a")
+        r = await add_job(store, "r", queue="reports")
+        b = await add_job(store, "b", queue="bulk")
+        await add_job(store, "idle", queue="idle")  # a job, but no run: not promoted
+        await add_occurrences(store, a, NOW + seconds(100))  # waiting, not due
+        await add_occurrences(store, r, NOW - seconds(5))
+        await add_occurrences(store, b, NOW - seconds(5))
+        assert len((await claim(store, NOW, queue="reports")).claims) == 1  # running
+        [done] = (await claim(store, NOW, queue="bulk")).claims
+        await complete(store, NOW, completion(done, started_at=NOW))  # finished
+        await _set_paused(admin, "paused", True)
+        assert sorted(await admin.queue_names()) == ["default", "paused", "reports"]
+
     async def test_queue_set_paused_adds_a_row_and_switches(
             self, store: Store, admin: AdminStore) -> None:
         await add_job(store, "a")

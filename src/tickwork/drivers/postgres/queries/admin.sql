@@ -36,6 +36,30 @@ LEFT JOIN queues q ON q.name = n.name
 WHERE %(namespace)s::text IS NULL OR q.namespace IS NULL OR q.namespace = %(namespace)s::text
 ORDER BY n.name COLLATE "C"
 
+-- name: queue_names
+-- The queues with waiting or running occurrences, or a row, for the schedulers' catalog. Each
+-- partial index is skipped through queue by queue (a loose index scan: one descent per queue),
+-- so the cost is the number of queues, not of occurrences; jobs are not read at all (a
+-- queue_list every 10 s counted them all: 0.8 s a pass with 288,000 jobs).
+WITH RECURSIVE waiting AS (
+    (SELECT queue FROM occurrences WHERE state IN ('scheduled', 'queued', 'retrying')
+     ORDER BY queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT o.queue FROM occurrences o
+            WHERE o.state IN ('scheduled', 'queued', 'retrying') AND o.queue > w.queue
+            ORDER BY o.queue LIMIT 1)
+    FROM waiting w WHERE w.queue IS NOT NULL
+), running AS (
+    (SELECT queue FROM occurrences WHERE state = 'running' ORDER BY queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT o.queue FROM occurrences o
+            WHERE o.state = 'running' AND o.queue > r.queue ORDER BY o.queue LIMIT 1)
+    FROM running r WHERE r.queue IS NOT NULL
+)
+SELECT queue AS name FROM waiting WHERE queue IS NOT NULL
+UNION SELECT queue FROM running WHERE queue IS NOT NULL
+UNION SELECT name FROM queues
+
 -- name: queue_set_paused
 INSERT INTO queues (name, paused, updated_at) VALUES (%s, %s, %s)
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at

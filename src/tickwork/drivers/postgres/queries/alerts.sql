@@ -67,8 +67,15 @@ SELECT
          ORDER BY coalesce(finished_at, updated_at) DESC LIMIT 10) f)::text AS failed_since
 
 -- name: alert_jobs
+-- The live jobs that name alerts, through the index of exactly those (jobs_alerting).
+SELECT * FROM jobs
+WHERE deleted_at IS NULL AND strpos(spec, '"alerts":') > 0 AND id > %(after)s
+  AND (%(shards)s::integer[] IS NULL OR shard = ANY(%(shards)s::integer[]))
+ORDER BY id LIMIT %(limit)s
+
+-- name: alert_jobs_every
+-- Every live job: alert_defaults gives alerts to jobs that name none.
 SELECT * FROM jobs
 WHERE deleted_at IS NULL AND id > %(after)s
-  AND (%(every)s OR strpos(spec, '"alerts":') > 0)
   AND (%(shards)s::integer[] IS NULL OR shard = ANY(%(shards)s::integer[]))
 ORDER BY id LIMIT %(limit)s

@@ -28,6 +28,13 @@ WHERE (:name IS NULL OR n.name = :name)
   AND (:namespace IS NULL OR q.namespace IS NULL OR q.namespace = :namespace)
 ORDER BY n.name
 
+-- name: queue_names
+-- The queues with waiting or running occurrences, or a row (the schedulers' catalog).
+SELECT DISTINCT queue AS name FROM occurrences INDEXED BY occurrences_due
+WHERE state IN ('scheduled', 'queued', 'retrying')
+UNION SELECT queue FROM occurrences WHERE state = 'running'
+UNION SELECT name FROM queues
+
 -- name: queue_set_paused
 INSERT INTO queues (name, paused, updated_at) VALUES (?, ?, ?)
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
