@@ -30,7 +30,9 @@ def payload_bytes(spec: JobSpec) -> int:
 
 
 async def namespace_info(admin: AdminStore, name: str, now: datetime) -> NamespaceInfo:
-    found = await admin.namespace_list(NamespaceListParams(hour_start=hour_start(now), name=name))
+    """Its quotas, with the jobs and this hour's runs counted only where a quota needs them."""
+    found = await admin.namespace_list(NamespaceListParams(hour_start=hour_start(now), name=name,
+                                                           quotas_only=True))
     return found[0] if found else NamespaceInfo(name=name, quotas=Quotas(), jobs=0,
                                                 runs_this_hour=0)
 

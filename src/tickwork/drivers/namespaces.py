@@ -45,6 +45,9 @@ class NamespaceInfo:
 class NamespaceListParams:
     hour_start: datetime  # runs_this_hour counts attempts started at or after this instant
     name: str | None = None  # only this one (listed even if nothing names it yet)
+    # Count jobs and runs only where a quota needs them (0 otherwise): a quota check before a
+    # write, which must not cost a count of every job and of the hour's attempts.
+    quotas_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)

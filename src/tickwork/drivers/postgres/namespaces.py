@@ -15,7 +15,8 @@ class PostgresNamespaceMethods:
     async def namespace_list(self, p: n.NamespaceListParams) -> list[n.NamespaceInfo]:
         async with self._pool.transaction() as conn:
             rows = await fetch_all(conn, Q["namespace_list"], {
-                "name": p.name, "since": p.hour_start, "hour": hour_start(p.hour_start)})
+                "name": p.name, "since": p.hour_start, "hour": hour_start(p.hour_start),
+                "quotas_only": p.quotas_only})
         return [_namespace(r) for r in rows]
 
     async def namespace_set(self, p: n.NamespaceSetParams) -> None:

@@ -21,7 +21,7 @@ class SqliteNamespaceMethods:
         def run(conn: sqlite3.Connection) -> list[n.NamespaceInfo]:
             rows = conn.execute(Q["namespace_list"], {
                 "name": p.name, "since": to_us(p.hour_start),
-                "hour": to_us(hour_start(p.hour_start))})
+                "hour": to_us(hour_start(p.hour_start)), "quotas_only": p.quotas_only})
             return [_namespace(r) for r in rows]
 
         return await self._conn.run(run)

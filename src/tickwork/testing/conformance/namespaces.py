@@ -174,6 +174,21 @@ class NamespaceConformance:
         assert a.quotas == Quotas(max_payload_bytes=10)
         (fresh,) = await admin.namespace_list(NamespaceListParams(hour_start=hour, name="new"))
         assert (fresh.name, fresh.jobs, fresh.quotas) == ("new", 0, Quotas())
+        (a,) = await admin.namespace_list(NamespaceListParams(hour_start=hour, name="a"))
+        assert (a.jobs, a.runs_this_hour) == (2, 1)  # listed: counted, quota or not
+
+        async def checked(name: str) -> tuple[int, int]:
+            (info,) = await admin.namespace_list(NamespaceListParams(
+                hour_start=hour, name=name, quotas_only=True))
+            return info.jobs, info.runs_this_hour
+
+        assert await checked("a") == (0, 0)  # a quota check: no quota on either, no count
+        await admin.namespace_set(NamespaceSetParams(
+            name="a", quotas=Quotas(max_jobs=5), now=NOW + seconds(2)))
+        assert await checked("a") == (2, 0)
+        await admin.namespace_set(NamespaceSetParams(
+            name="a", quotas=Quotas(max_runs_per_hour=100), now=NOW + seconds(3)))
+        assert await checked("a") == (0, 1)
 
     async def test_the_job_quota_is_counted_in_the_write_transaction(self, store: Store) -> None:
         await add(store, "old", "a")

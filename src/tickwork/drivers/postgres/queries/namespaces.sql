@@ -3,20 +3,23 @@
 -- with its live jobs and the attempts its jobs started since %(since)s: for a namespace with an
 -- hourly quota, the count its claims keep for %(hour)s (what the quota is enforced on).
 WITH names AS (
-    SELECT name FROM namespaces
-    UNION SELECT namespace FROM jobs WHERE deleted_at IS NULL
-    UNION SELECT namespace FROM api_tokens WHERE namespace IS NOT NULL AND revoked_at IS NULL
-    UNION SELECT %(name)s::text WHERE %(name)s::text IS NOT NULL
+    SELECT %(name)s::text AS name WHERE %(name)s::text IS NOT NULL
+    UNION SELECT name FROM namespaces WHERE %(name)s::text IS NULL
+    UNION SELECT namespace FROM jobs WHERE deleted_at IS NULL AND %(name)s::text IS NULL
+    UNION SELECT namespace FROM api_tokens
+          WHERE namespace IS NOT NULL AND revoked_at IS NULL AND %(name)s::text IS NULL
 )
 SELECT n.name, q.max_jobs, q.max_runs_per_hour, q.max_payload_bytes,
-       (SELECT count(*) FROM jobs j WHERE j.namespace = n.name AND j.deleted_at IS NULL) AS jobs,
+       CASE WHEN %(quotas_only)s AND q.max_jobs IS NULL THEN 0
+            ELSE (SELECT count(*) FROM jobs j
+                  WHERE j.namespace = n.name AND j.deleted_at IS NULL) END AS jobs,
        CASE WHEN q.max_runs_per_hour IS NOT NULL
             THEN COALESCE((SELECT r.runs FROM namespace_runs r
                            WHERE r.namespace = n.name AND r.hour = %(hour)s), 0)
+            WHEN %(quotas_only)s THEN 0
             ELSE (SELECT count(*) FROM attempts a JOIN jobs j ON j.id = a.job_id
                   WHERE j.namespace = n.name AND a.claimed_at >= %(since)s) END AS runs
 FROM names n LEFT JOIN namespaces q ON q.name = n.name
-WHERE %(name)s::text IS NULL OR n.name = %(name)s::text
 ORDER BY n.name COLLATE "C"
 
 -- name: namespace_set

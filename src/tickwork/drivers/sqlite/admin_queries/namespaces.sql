@@ -1,22 +1,26 @@
 -- name: namespace_list
 -- Every namespace with quotas, live jobs or active tokens (or only :name, named or not), with
 -- its live jobs and the attempts its jobs started since :since: for a namespace with an hourly
--- quota, the count its claims keep for :hour (what the quota is enforced on).
+-- quota, the count its claims keep for :hour (what the quota is enforced on). With
+-- :quotas_only, counted only where a quota needs them (a check before a write).
 WITH names AS (
-    SELECT name FROM namespaces
-    UNION SELECT namespace FROM jobs WHERE deleted_at IS NULL
-    UNION SELECT namespace FROM api_tokens WHERE namespace IS NOT NULL AND revoked_at IS NULL
-    UNION SELECT :name WHERE :name IS NOT NULL
+    SELECT :name AS name WHERE :name IS NOT NULL
+    UNION SELECT name FROM namespaces WHERE :name IS NULL
+    UNION SELECT namespace FROM jobs WHERE deleted_at IS NULL AND :name IS NULL
+    UNION SELECT namespace FROM api_tokens
+          WHERE namespace IS NOT NULL AND revoked_at IS NULL AND :name IS NULL
 )
 SELECT n.name, q.max_jobs, q.max_runs_per_hour, q.max_payload_bytes,
-       (SELECT count(*) FROM jobs j WHERE j.namespace = n.name AND j.deleted_at IS NULL) AS jobs,
+       CASE WHEN :quotas_only AND q.max_jobs IS NULL THEN 0
+            ELSE (SELECT count(*) FROM jobs j
+                  WHERE j.namespace = n.name AND j.deleted_at IS NULL) END AS jobs,
        CASE WHEN q.max_runs_per_hour IS NOT NULL
             THEN COALESCE((SELECT r.runs FROM namespace_runs r
                            WHERE r.namespace = n.name AND r.hour = :hour), 0)
+            WHEN :quotas_only THEN 0
             ELSE (SELECT count(*) FROM attempts a JOIN jobs j ON j.id = a.job_id
                   WHERE j.namespace = n.name AND a.claimed_at >= :since) END AS runs
 FROM names n LEFT JOIN namespaces q ON q.name = n.name
-WHERE :name IS NULL OR n.name = :name
 ORDER BY n.name
 
 -- name: namespace_set
