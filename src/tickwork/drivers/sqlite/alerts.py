@@ -115,7 +115,8 @@ class SqliteAlertMethods:
 
     async def alert_jobs(self, p: a.AlertJobsParams) -> list[Job]:
         def run(conn: sqlite3.Connection) -> list[Job]:
-            rows = conn.execute(Q["alert_jobs"], (p.after_id, int(p.every_job), p.limit))
+            rows = conn.execute(Q["alert_jobs_every" if p.every_job else "alert_jobs"],
+                                (p.after_id, p.limit))
             return [job_from_row(r, self._specs) for r in rows]
 
         return await self._conn.run(run)

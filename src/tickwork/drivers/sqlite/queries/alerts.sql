@@ -79,6 +79,13 @@ JOIN attempts a ON a.job_id = o.job_id AND a.scheduled_at = o.scheduled_at
 WHERE o.job_id = ? AND o.state = 'running' AND a.claimed_at <= ?
 
 -- name: alert_jobs
+-- The live jobs that name alerts, through the index of exactly those (jobs_alerting).
+SELECT * FROM jobs INDEXED BY jobs_alerting
+WHERE deleted_at IS NULL AND instr(spec, '"alerts":') > 0 AND id > ?
+ORDER BY id LIMIT ?
+
+-- name: alert_jobs_every
+-- Every live job: alert_defaults gives alerts to jobs that name none.
 SELECT * FROM jobs
-WHERE deleted_at IS NULL AND id > ? AND (? OR instr(spec, '"alerts":') > 0)
+WHERE deleted_at IS NULL AND id > ?
 ORDER BY id LIMIT ?
