@@ -20,8 +20,19 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from tickwork.cli.remote_json import (
+    alert_from_json,
+    attempt_from_json,
+    audit_from_json,
+    calendar_from_json,
+    change_from_json,
+    instant,
+    job_from_json,
+    namespace_from_json,
+    run_from_json,
+)
 from tickwork.client.calendars import CalendarChange
-from tickwork.document import job_document, parse_job_document
+from tickwork.document import job_document
 from tickwork.document.limits import (
     Limits,
     key_limit_from_json,
@@ -30,40 +41,28 @@ from tickwork.document.limits import (
 )
 from tickwork.document.render import when
 from tickwork.drivers.admin import QueueInfo
-from tickwork.drivers.alerts import MAX_ALERTS, AlertDelivery, StoredAlert
+from tickwork.drivers.alerts import MAX_ALERTS, StoredAlert
 from tickwork.drivers.base import MAX_BATCH
 from tickwork.drivers.calendars import StoredCalendar
 from tickwork.drivers.enqueue import Enqueued
 from tickwork.drivers.limits import KEEP, KeyLimitInfo, Owner
-from tickwork.drivers.namespaces import NamespaceInfo, Quotas
+from tickwork.drivers.namespaces import NamespaceInfo
 from tickwork.errors import Conflict, StoreUnavailable, TickworkError, ValidationError
 from tickwork.models import (
     Attempt,
-    AttemptOutcome,
-    AuditAction,
     AuditEntry,
     Backfill,
-    ChainEvent,
     Job,
     JobSpec,
     Occurrence,
-    OccurrenceState,
     Overlap,
-    Trigger,
-    Upstream,
 )
 from tickwork.schedules.structured import Fire
 
 PAGE = 500  # the API's largest page of jobs or runs
 PREVIEW_PAGE = 100  # the API's most fire times in one preview
 TIMEOUT_SECONDS = 30.0
-_JOB_FIELDS = ("id", "next_run_at", "created_at", "updated_at", "created_by", "updated_by",
-               "namespace")
 AUDIT_PAGE = 500  # the API's largest page of audit entries
-# what the API adds to a calendar document (calendar_json, the calendar page's "jobs",
-# change_json's outcome)
-_CALENDAR_FIELDS = ("version", "created_at", "updated_at", "jobs", "replanned_jobs",
-                    "removed_runs", "warnings")
 
 
 class ApiUnreachable(TickworkError):
@@ -170,7 +169,7 @@ class RemoteClient:
             count = min(PREVIEW_PAGE, n - kept)
             params = _present({"count": count, "after": when(fires[-1].at if fires else after)})
             body = await self._call("GET", f"/jobs/{_segment(job)}/preview", params=params)
-            page = [Fire(at=_instant(f["at"]), excluded_by=f.get("excluded_by"),
+            page = [Fire(at=instant(f["at"]), excluded_by=f.get("excluded_by"),
                          reason=f.get("reason")) for f in body["fires"]]
             for fire in page:
                 if fire.excluded_by is None:
@@ -191,9 +190,9 @@ class RemoteClient:
             "from": when(since), "to": when(until), "limit": limit,
             "overlap": None if overlap is None else str(overlap), "dry_run": dry_run}))
         return Backfill(
-            job_id=body["job_id"], since=_instant(body["from"]), until=_instant(body["to"]),
-            fire_times=[_instant(t) for t in body["fire_times"]],
-            existing=[_instant(t) for t in body["existing"]],
+            job_id=body["job_id"], since=instant(body["from"]), until=instant(body["to"]),
+            fire_times=[instant(t) for t in body["fire_times"]],
+            existing=[instant(t) for t in body["existing"]],
             overlap=Overlap(body["overlap"]), overlap_chosen=body["overlap_source"] != "job",
             dry_run=body["dry_run"], occurrences=[run_from_json(r) for r in body["items"]])
 
@@ -379,14 +378,6 @@ class RemoteClient:
                               f"{status}: {detail}")
 
 
-def namespace_from_json(item: Mapping[str, Any]) -> NamespaceInfo:
-    return NamespaceInfo(name=item["name"], jobs=item["jobs"],
-                         runs_this_hour=item["runs_this_hour"],
-                         quotas=Quotas(max_jobs=item["max_jobs"],
-                                       max_runs_per_hour=item["max_runs_per_hour"],
-                                       max_payload_bytes=item["max_payload_bytes"]))
-
-
 def method_path(response: httpx.Response) -> str:
     return f"{response.request.method} {response.request.url.path}"
 
@@ -416,89 +407,3 @@ def _cursor(value: list[str]) -> str:
     return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
 
 
-def _instant(text: str) -> datetime:
-    return datetime.fromisoformat(text)
-
-
-def _maybe_instant(text: str | None) -> datetime | None:
-    return None if text is None else datetime.fromisoformat(text)
-
-
-# --- the API's JSON as tickwork's models (the inverse of tickwork.document.render) ----------
-
-def job_from_json(doc: Mapping[str, Any]) -> Job:
-    spec = parse_job_document({k: v for k, v in doc.items() if k not in _JOB_FIELDS}).spec
-    return Job(id=doc["id"], spec=spec, next_run_at=_maybe_instant(doc.get("next_run_at")),
-               created_at=_instant(doc["created_at"]), updated_at=_instant(doc["updated_at"]),
-               created_by=doc.get("created_by"), updated_by=doc.get("updated_by"),
-               namespace=doc.get("namespace", "default"))
-
-
-def run_from_json(doc: Mapping[str, Any]) -> Occurrence:
-    return Occurrence(
-        job_id=doc["job_id"], scheduled_at=_instant(doc["scheduled_at"]),
-        due_at=_instant(doc["due_at"]), queue=doc["queue"], priority=doc["priority"],
-        state=OccurrenceState(doc["state"]), attempt=doc["attempt"],
-        max_attempts=doc["max_attempts"], trigger=Trigger(doc["trigger"]),
-        idempotency_key=doc["idempotency_key"], created_at=_instant(doc["created_at"]),
-        updated_at=_instant(doc["updated_at"]), lease_until=_maybe_instant(doc["lease_until"]),
-        worker=doc.get("worker"), finished_at=_maybe_instant(doc.get("finished_at")),
-        last_error=doc.get("last_error"), upstream=upstream_from_json(doc.get("upstream")),
-        overlap=Overlap(doc["overlap"]) if doc.get("overlap") else None)
-
-
-def upstream_from_json(doc: Mapping[str, Any] | None) -> Upstream | None:
-    if doc is None:
-        return None
-    return Upstream(job_id=doc["job_id"], job_name=doc["job_name"],
-                    scheduled_at=_instant(doc["scheduled_at"]), attempt=doc["attempt"],
-                    event=ChainEvent(doc["event"]), idempotency_key=doc["idempotency_key"],
-                    output=doc.get("output"))
-
-
-def audit_from_json(doc: Mapping[str, Any]) -> AuditEntry:
-    return AuditEntry(id=doc["id"], at=_instant(doc["at"]), actor=doc.get("actor"),
-                      action=AuditAction(doc["action"]), job_id=doc.get("job_id"),
-                      job_name=doc.get("job_name"),
-                      scheduled_at=_maybe_instant(doc.get("scheduled_at")),
-                      details=doc.get("details"))
-
-
-def alert_from_json(doc: Mapping[str, Any]) -> StoredAlert:
-    """An alert as the API shows it: its deliveries without their payloads, which the API
-    never sends (a webhook URL is a credential)."""
-    fired = _instant(doc["fired_at"])
-    deliveries = tuple(AlertDelivery(
-        id=d["id"], alert_id=doc["id"], event=d["event"], channel=d["channel"], kind=d["kind"],
-        payload="", state=d["state"], attempts=d["attempts"],
-        next_attempt_at=_maybe_instant(d.get("next_attempt_at")) or _instant(d["created_at"]),
-        created_at=_instant(d["created_at"]), finished_at=_maybe_instant(d.get("finished_at")),
-        last_error=d.get("last_error")) for d in doc.get("deliveries", ()))
-    return StoredAlert(id=doc["id"], job_id=doc["job_id"], job_name=doc["job_name"],
-                       condition=doc["condition"], state=doc["state"], detail=doc["detail"],
-                       notified=doc["notified"], fired_at=fired, updated_at=fired,
-                       resolved_at=_maybe_instant(doc.get("resolved_at")),
-                       deliveries=deliveries)
-
-
-def attempt_from_json(doc: Mapping[str, Any], run: Occurrence) -> Attempt:
-    return Attempt(
-        job_id=run.job_id, scheduled_at=run.scheduled_at, number=doc["number"],
-        worker=doc["worker"], queued_at=_instant(doc["queued_at"]),
-        claimed_at=_instant(doc["claimed_at"]), started_at=_maybe_instant(doc["started_at"]),
-        finished_at=_maybe_instant(doc["finished_at"]),
-        outcome=AttemptOutcome(doc["outcome"]) if doc.get("outcome") else None,
-        output=doc.get("output"), error=doc.get("error"))
-
-
-def calendar_from_json(doc: Mapping[str, Any]) -> StoredCalendar:
-    document = {k: v for k, v in doc.items() if k not in _CALENDAR_FIELDS}
-    return StoredCalendar(name=doc["name"], document=document, version=doc["version"],
-                          created_at=_instant(doc["created_at"]),
-                          updated_at=_instant(doc["updated_at"]))
-
-
-def change_from_json(doc: Mapping[str, Any]) -> CalendarChange:
-    return CalendarChange(calendar=calendar_from_json(doc), jobs=doc.get("replanned_jobs", 0),
-                          removed=doc.get("removed_runs", 0),
-                          warnings=tuple(doc.get("warnings", ())))

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tickwork.cli.remote import RemoteClient, _instant, _maybe_instant, _segment
+from tickwork.cli.remote import RemoteClient, _segment
+from tickwork.cli.remote_json import instant, maybe_instant
 from tickwork.drivers.admin import Scope, TokenInfo
 
 
@@ -52,7 +53,7 @@ def _active(tokens: list[TokenInfo], ref: str) -> TokenInfo | None:
 
 def token_from_json(doc: Mapping[str, Any]) -> TokenInfo:
     return TokenInfo(id=doc["id"], name=doc["name"], scope=Scope(doc["scope"]),
-                     created_at=_instant(doc["created_at"]),
-                     last_used_at=_maybe_instant(doc.get("last_used_at")),
-                     revoked_at=_maybe_instant(doc.get("revoked_at")),
+                     created_at=instant(doc["created_at"]),
+                     last_used_at=maybe_instant(doc.get("last_used_at")),
+                     revoked_at=maybe_instant(doc.get("revoked_at")),
                      namespace=doc.get("namespace"))
