@@ -1,5 +1,5 @@
 """The vacuumer: on a PostgreSQL server with autovacuum off, tickwork vacuums and analyzes its
-own tables by the server's thresholds; elsewhere it leaves them be."""
+own tables (and no others) by the server's thresholds; elsewhere it leaves them be."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from tickwork.clock import FakeClock
-from tickwork.drivers.postgres.history import VacuumRules
+from tickwork.drivers.postgres.history import TABLES, VacuumRules
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.scheduler.pruner import Pruner
@@ -101,17 +101,35 @@ async def test_dead_rows_past_the_threshold_are_vacuumed_once(
 
 async def test_rows_changed_without_dead_ones_are_analyzed(
         pg: PostgresStore, postgres_url: str) -> None:
-    """Inserts leave no dead rows, but the planner's statistics go stale: ANALYZE only. Every
-    table of the schema is looked at, not only the ones tickwork knows it churns."""
+    """Inserts leave no dead rows, but the planner's statistics go stale: ANALYZE only."""
     if await _server_vacuums(postgres_url):
         pytest.skip("this server runs autovacuum: the vacuumer leaves tables to it")
-    await _sql(postgres_url, "CREATE TABLE churn (n integer)",
-               f"INSERT INTO churn SELECT generate_series(1, {JOBS})")
-    before = await _counts(postgres_url, "churn")
+    await _sql(postgres_url, "INSERT INTO queues (name, paused, updated_at) "
+               f"SELECT 'q' || n, false, now() FROM generate_series(1, {JOBS}) n")
+    before = await _counts(postgres_url, "queues")
     done = await Vacuumer(store=pg, clock=FakeClock(NOW)).run_once()
-    after = await _counts(postgres_url, "churn")
-    assert "churn" in done
+    after = await _counts(postgres_url, "queues")
+    assert "queues" in done
     assert (after[0], after[1]) == (before[0], before[1] + 1)  # analyzed, not vacuumed
+
+
+async def test_tables_that_are_not_tickworks_are_left_alone(
+        pg: PostgresStore, postgres_url: str) -> None:
+    """Another application's table in the same schema, however much it churns."""
+    await _sql(postgres_url, "CREATE TABLE theirs (n integer)",
+               f"INSERT INTO theirs SELECT generate_series(1, {JOBS})",
+               *["UPDATE theirs SET n = n + 1"] * 3)
+    before = await _counts(postgres_url, "theirs")
+    assert "theirs" not in await Vacuumer(store=pg, clock=FakeClock(NOW)).run_once()
+    assert await _counts(postgres_url, "theirs") == before
+
+
+async def test_the_vacuumers_tables_are_the_schemas(postgres_url: str) -> None:
+    """A migration that adds a table adds it to TABLES too (partitions go with their parent)."""
+    rows = await _sql(postgres_url, "SELECT c.relname FROM pg_class c "
+                      "WHERE c.relnamespace = current_schema()::regnamespace "
+                      "AND c.relkind IN ('r', 'p') AND NOT c.relispartition")
+    assert sorted(r[0] for r in rows) == sorted(TABLES)
 
 
 async def test_one_scheduler_vacuums_at_a_time(pg: PostgresStore, postgres_url: str) -> None:

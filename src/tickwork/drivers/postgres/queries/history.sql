@@ -70,10 +70,14 @@ SELECT pg_try_advisory_lock(hashtext('tickwork.vacuum')) AS locked
 SELECT pg_advisory_unlock(hashtext('tickwork.vacuum'))
 
 -- name: table_churn
--- The tables of this schema (attempts' partitions each on its own: the partitioned parent holds
--- no rows), with what autovacuum would weigh: dead rows and rows changed since the last ANALYZE.
-SELECT relname AS name, n_live_tup AS live, n_dead_tup AS dead,
-       n_mod_since_analyze AS changed
-FROM pg_stat_user_tables
-WHERE schemaname = current_schema()
-ORDER BY relname
+-- tickwork's tables in this schema (attempts' partitions each on its own: the partitioned
+-- parent holds no rows), with what autovacuum would weigh: dead rows and rows changed since
+-- the last ANALYZE. Other tables of the schema are not tickwork's to vacuum.
+SELECT s.relname AS name, s.n_live_tup AS live, s.n_dead_tup AS dead,
+       s.n_mod_since_analyze AS changed
+FROM pg_stat_user_tables s
+LEFT JOIN pg_inherits i ON i.inhrelid = s.relid
+LEFT JOIN pg_class parent ON parent.oid = i.inhparent
+WHERE s.schemaname = current_schema()
+  AND COALESCE(parent.relname, s.relname) = ANY(%(tables)s::text[])
+ORDER BY s.relname
