@@ -103,23 +103,16 @@ async def test_enqueue_checks_the_shell_switch(sqlite: SqliteStore) -> None:
 # -- transactional enqueue on PostgreSQL ----------------------------------------------------
 
 
-@pytest.fixture
-async def postgres(postgres_url: str) -> AsyncIterator[PostgresStore]:
-    store = PostgresStore(postgres_url)
-    await store.migrate()
-    yield store
-    await store.close()
-
 
 async def test_enqueue_in_commits_and_rolls_back_with_the_caller(
-        postgres: PostgresStore, postgres_url: str) -> None:
+        postgres_store: PostgresStore, postgres_url: str) -> None:
     async with await psycopg.AsyncConnection.connect(postgres_url) as conn:
         await enqueue_in(conn, "http", HOOK, now=NOW, name="kept-out")
         await conn.rollback()
         async with conn.transaction():
             done = await enqueue_in(conn, "http", HOOK, now=NOW, dedupe_key="k")
-            assert await postgres.job_list(JobListParams()) == []  # not committed yet
-    assert [j.id for j in await postgres.job_list(JobListParams())] == [done.job.id]
+            assert await postgres_store.job_list(JobListParams()) == []  # not committed yet
+    assert [j.id for j in await postgres_store.job_list(JobListParams())] == [done.job.id]
     async with await psycopg.AsyncConnection.connect(postgres_url) as conn:
         many = await enqueue_many_in(conn, [{"kind": "http", "payload": HOOK,
                                              "dedupe_key": "k"}], now=NOW + seconds(1))
@@ -128,7 +121,7 @@ async def test_enqueue_in_commits_and_rolls_back_with_the_caller(
 
 
 async def test_enqueue_in_waits_for_the_transaction_holding_the_key(
-        postgres: PostgresStore, postgres_url: str) -> None:
+        postgres_store: PostgresStore, postgres_url: str) -> None:
     """The second transaction blocks on the key's row until the first commits, then gets
     the first's job: no read-then-write race."""
     async with await psycopg.AsyncConnection.connect(postgres_url) as first, \
@@ -142,7 +135,7 @@ async def test_enqueue_in_waits_for_the_transaction_holding_the_key(
         held = await racing
         await second.commit()
     assert (held.created, held.job.id) == (False, created.job.id)
-    assert len(await postgres.job_list(JobListParams())) == 1
+    assert len(await postgres_store.job_list(JobListParams())) == 1
 
 
 async def _until_waiting_on_a_lock(url: str, pid: int, deadline: float = 10.0) -> None:
@@ -160,10 +153,10 @@ async def _until_waiting_on_a_lock(url: str, pid: int, deadline: float = 10.0) -
 
 
 async def test_concurrent_clients_with_one_key_create_one_job(
-        postgres: PostgresStore, postgres_url: str) -> None:
+        postgres_store: PostgresStore, postgres_url: str) -> None:
     peers = [PostgresStore(postgres_url) for _ in range(3)]
     try:
-        clients = [AsyncClient(s, clock=FakeClock(START)) for s in (postgres, *peers)]
+        clients = [AsyncClient(s, clock=FakeClock(START)) for s in (postgres_store, *peers)]
         done = await asyncio.gather(*(c.enqueue("http", HOOK, dedupe_key="shared")
                                       for c in clients * 4))
     finally:

@@ -7,7 +7,6 @@ namespace."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
@@ -25,13 +24,6 @@ from tickwork.testing.factories import NOW
 HOOK = {"method": "POST", "url": "https://example.org/hook"}
 
 
-@pytest.fixture
-async def postgres(postgres_url: str) -> AsyncIterator[PostgresStore]:
-    store = PostgresStore(postgres_url)
-    await store.migrate()
-    yield store
-    await store.close()
-
 
 def doc(name: str, **payload: Any) -> dict[str, Any]:
     return {"name": name, "kind": "http", "schedule": {"every": "1h"},
@@ -48,8 +40,8 @@ async def names_in(store: PostgresStore, namespace: str) -> list[str]:
 
 
 async def test_create_job_in_meets_the_namespace_quotas(
-        postgres: PostgresStore, postgres_url: str) -> None:
-    await set_quotas(postgres, "acme", max_jobs=1, max_payload_bytes=200)
+        postgres_store: PostgresStore, postgres_url: str) -> None:
+    await set_quotas(postgres_store, "acme", max_jobs=1, max_payload_bytes=200)
     async with await psycopg.AsyncConnection.connect(postgres_url) as conn:
         async with conn.transaction():
             await conn.execute("CREATE TEMP TABLE orders (id int)")
@@ -71,13 +63,13 @@ async def test_create_job_in_meets_the_namespace_quotas(
         # Other namespaces keep their own quotas (none here).
         await create_job_in(conn, doc("second"), now=NOW)
         await conn.commit()
-    assert await names_in(postgres, "acme") == ["first"]
-    assert await names_in(postgres, "default") == ["second"]
+    assert await names_in(postgres_store, "acme") == ["first"]
+    assert await names_in(postgres_store, "default") == ["second"]
 
 
 async def test_two_transactions_cannot_both_take_the_last_place(
-        postgres: PostgresStore, postgres_url: str) -> None:
-    await set_quotas(postgres, "acme", max_jobs=1)
+        postgres_store: PostgresStore, postgres_url: str) -> None:
+    await set_quotas(postgres_store, "acme", max_jobs=1)
     async with await psycopg.AsyncConnection.connect(postgres_url) as first, \
             await psycopg.AsyncConnection.connect(postgres_url) as second:
         await create_job_in(first, doc("one"), now=NOW, namespace="acme")
@@ -89,11 +81,11 @@ async def test_two_transactions_cannot_both_take_the_last_place(
         with pytest.raises(QuotaExceeded, match="max_jobs"):
             await racing
         await second.rollback()
-    assert await names_in(postgres, "acme") == ["one"]
+    assert await names_in(postgres_store, "acme") == ["one"]
 
 
 async def test_create_job_in_checks_secrets_in_its_namespace(
-        postgres: PostgresStore, postgres_url: str) -> None:
+        postgres_store: PostgresStore, postgres_url: str) -> None:
     secrets = PostgresSecretStore(postgres_url)
     try:
         await secrets.secret_set("tok", b"ciphertext", NOW, namespace="globex")
@@ -108,4 +100,4 @@ async def test_create_job_in_checks_secrets_in_its_namespace(
         assert "globex" not in str(info.value)
         await create_job_in(conn, doc("hook", headers=ref), now=NOW, namespace="globex")
         await conn.commit()
-    assert await names_in(postgres, "globex") == ["hook"]
+    assert await names_in(postgres_store, "globex") == ["hook"]

@@ -3,7 +3,6 @@ own tables (and no others) by the server's thresholds; elsewhere it leaves them 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -43,13 +42,6 @@ def test_the_thresholds_are_autovacuums() -> None:
     assert VacuumRules.of({"autovacuum": "on"}).server_vacuums
 
 
-@pytest.fixture
-async def pg(postgres_url: str) -> AsyncIterator[PostgresStore]:
-    store = PostgresStore(postgres_url)
-    await store.migrate()
-    yield store
-    await store.close()
-
 
 async def _sql(url: str, *statements: str) -> list[Any]:
     """Runs ``statements`` on a connection of the test's own, its table statistics flushed
@@ -77,15 +69,15 @@ async def _server_vacuums(url: str) -> bool:
 
 
 async def test_dead_rows_past_the_threshold_are_vacuumed_once(
-        pg: PostgresStore, postgres_url: str) -> None:
+        postgres_store: PostgresStore, postgres_url: str) -> None:
     for n in range(JOBS):
-        await add_job(pg, f"j{n}", now=NOW)
+        await add_job(postgres_store, f"j{n}", now=NOW)
     # Three rewrites of every job row: 3 * JOBS dead rows, past 50 + 0.2 * JOBS.
     await _sql(postgres_url, *["UPDATE jobs SET updated_at = now()"] * 3)
     before = await _counts(postgres_url, "jobs")
     assert before[2] >= 3 * JOBS
 
-    vacuumer = Vacuumer(store=pg, clock=FakeClock(NOW))
+    vacuumer = Vacuumer(store=postgres_store, clock=FakeClock(NOW))
     done = await vacuumer.run_once()
 
     after = await _counts(postgres_url, "jobs")
@@ -100,27 +92,27 @@ async def test_dead_rows_past_the_threshold_are_vacuumed_once(
 
 
 async def test_rows_changed_without_dead_ones_are_analyzed(
-        pg: PostgresStore, postgres_url: str) -> None:
+        postgres_store: PostgresStore, postgres_url: str) -> None:
     """Inserts leave no dead rows, but the planner's statistics go stale: ANALYZE only."""
     if await _server_vacuums(postgres_url):
         pytest.skip("this server runs autovacuum: the vacuumer leaves tables to it")
     await _sql(postgres_url, "INSERT INTO queues (name, paused, updated_at) "
                f"SELECT 'q' || n, false, now() FROM generate_series(1, {JOBS}) n")
     before = await _counts(postgres_url, "queues")
-    done = await Vacuumer(store=pg, clock=FakeClock(NOW)).run_once()
+    done = await Vacuumer(store=postgres_store, clock=FakeClock(NOW)).run_once()
     after = await _counts(postgres_url, "queues")
     assert "queues" in done
     assert (after[0], after[1]) == (before[0], before[1] + 1)  # analyzed, not vacuumed
 
 
 async def test_tables_that_are_not_tickworks_are_left_alone(
-        pg: PostgresStore, postgres_url: str) -> None:
+        postgres_store: PostgresStore, postgres_url: str) -> None:
     """Another application's table in the same schema, however much it churns."""
     await _sql(postgres_url, "CREATE TABLE theirs (n integer)",
                f"INSERT INTO theirs SELECT generate_series(1, {JOBS})",
                *["UPDATE theirs SET n = n + 1"] * 3)
     before = await _counts(postgres_url, "theirs")
-    assert "theirs" not in await Vacuumer(store=pg, clock=FakeClock(NOW)).run_once()
+    assert "theirs" not in await Vacuumer(store=postgres_store, clock=FakeClock(NOW)).run_once()
     assert await _counts(postgres_url, "theirs") == before
 
 
@@ -132,17 +124,18 @@ async def test_the_vacuumers_tables_are_the_schemas(postgres_url: str) -> None:
     assert sorted(r[0] for r in rows) == sorted(TABLES)
 
 
-async def test_one_scheduler_vacuums_at_a_time(pg: PostgresStore, postgres_url: str) -> None:
+async def test_one_scheduler_vacuums_at_a_time(
+        postgres_store: PostgresStore, postgres_url: str) -> None:
     """Another process holding the vacuum lock (a second scheduler at it): this pass does
     nothing and waits for nothing."""
     for n in range(JOBS):
-        await add_job(pg, f"j{n}", now=NOW)
+        await add_job(postgres_store, f"j{n}", now=NOW)
     await _sql(postgres_url, *["UPDATE jobs SET updated_at = now()"] * 3)
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as other:
         await other.execute("SELECT pg_advisory_lock(hashtext('tickwork.vacuum'))")
-        assert await pg.history_vacuum() == []
+        assert await postgres_store.history_vacuum() == []
     if not await _server_vacuums(postgres_url):
-        assert "jobs" in await pg.history_vacuum()  # the lock is free again
+        assert "jobs" in await postgres_store.history_vacuum()  # the lock is free again
 
 
 async def test_sqlite_needs_none(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Coroutine, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -126,6 +126,15 @@ def postgres_url(postgres_template: str) -> Iterator[str]:
         yield url_of(name)
     finally:
         drop_database(name)
+
+
+@pytest.fixture
+async def postgres_store(postgres_url: str) -> AsyncIterator[PostgresStore]:
+    """A PostgresStore on this test's own database, closed when the test ends."""
+    store = PostgresStore(postgres_url)
+    await store.migrate()
+    yield store
+    await store.close()
 
 
 def database_of(url: str) -> str:
