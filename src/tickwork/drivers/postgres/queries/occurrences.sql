@@ -121,18 +121,44 @@ WHERE job_id = %(job_id)s AND state IN ('scheduled', 'queued', 'retrying', 'runn
 
 -- name: occurrence_next_due
 -- The same eligibility as occurrence_candidates, so a worker never wakes for what it cannot claim.
-SELECT min(o.due_at) AS due_at FROM occurrences o JOIN jobs j ON j.id = o.job_id
-WHERE o.queue = %(queue)s AND o.state IN ('scheduled', 'queued', 'retrying')
-  AND NOT j.paused AND j.deleted_at IS NULL
-  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused)
-  AND NOT (COALESCE(o.overlap, j.overlap) = 'buffer_all' AND (
-      EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
-      OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (
-          SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
-  AND (o.limited_at IS NULL OR j.namespace <> ALL (ARRAY(
-      SELECT nq.name FROM namespaces nq
-      LEFT JOIN namespace_runs nr ON nr.namespace = nq.name AND nr.hour = %(hour)s
-      WHERE nq.max_runs_per_hour IS NOT NULL AND COALESCE(nr.runs, 0) >= nq.max_runs_per_hour)))
+-- Read in the order of occurrences_due (queue, priority DESC, due_at): its priorities are
+-- skipped through one by one (a loose index scan), and each one's waiting rows are read from
+-- the earliest until one is eligible, so the cost is the number of priorities, not of waiting
+-- rows. min(due_at) over the queue read every waiting row instead: 27 ms a question with a
+-- burst of 20,000 waiting, asked by every idle worker at every wake-up.
+WITH RECURSIVE levels(priority) AS (
+    (SELECT o.priority FROM occurrences o
+     WHERE o.queue = %(queue)s AND o.state IN ('scheduled', 'queued', 'retrying')
+     ORDER BY o.priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT o.priority FROM occurrences o
+            WHERE o.queue = %(queue)s AND o.state IN ('scheduled', 'queued', 'retrying')
+              AND o.priority < l.priority
+            ORDER BY o.priority DESC LIMIT 1)
+    FROM levels l WHERE l.priority IS NOT NULL
+)
+SELECT min(first.due_at) AS due_at FROM levels l CROSS JOIN LATERAL (
+    SELECT o.due_at FROM occurrences o
+    WHERE o.queue = %(queue)s AND o.priority = l.priority
+      AND o.state IN ('scheduled', 'queued', 'retrying')
+      AND (SELECT NOT j.paused AND j.deleted_at IS NULL
+                  AND NOT (COALESCE(o.overlap, j.overlap) = 'buffer_all' AND (
+                      EXISTS (SELECT 1 FROM occurrences r
+                              WHERE r.job_id = o.job_id AND r.state = 'running')
+                      OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (
+                          SELECT 1 FROM occurrences r
+                          WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
+                  AND (o.limited_at IS NULL OR j.namespace <> ALL (ARRAY(
+                      SELECT nq.name FROM namespaces nq
+                      LEFT JOIN namespace_runs nr ON nr.namespace = nq.name
+                           AND nr.hour = %(hour)s
+                      WHERE nq.max_runs_per_hour IS NOT NULL
+                        AND COALESCE(nr.runs, 0) >= nq.max_runs_per_hour)))
+           FROM jobs j WHERE j.id = o.job_id)
+    ORDER BY o.due_at
+    LIMIT 1
+) first
+WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = %(queue)s AND q.paused)
 
 -- name: attempt_list
 SELECT * FROM attempts WHERE job_id = %s AND scheduled_at = %s ORDER BY number
