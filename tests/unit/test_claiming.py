@@ -7,8 +7,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tickwork.drivers.base import LeaseRef
-from tickwork.drivers.claiming import Candidate, ClaimPlan, is_past_catchup, plan_claims
+from tickwork.drivers.base import MAX_BATCH, LeaseRef
+from tickwork.drivers.claiming import (
+    Candidate,
+    ClaimPlan,
+    candidates_for,
+    is_past_catchup,
+    plan_claims,
+)
 from tickwork.models import (
     JobSpec,
     OccurrenceState,
@@ -255,3 +261,11 @@ def test_policies_mix_across_jobs() -> None:
     assert_plan(p, claim=[("cancel", 10), ("allow", 10), ("idle", 10)],
                 missed=[("old", 7200)], skipped=[("skip", 10), ("one", 10)],
                 cancel_running=running["cancel"])
+
+
+@pytest.mark.parametrize("limit", [1, 4, 64, 500, MAX_BATCH, 5 * MAX_BATCH])
+def test_a_claim_reads_a_margin_past_its_limit_not_twice_it(limit: int) -> None:
+    """Room to get past a few held-back occurrences, without reading, locking and decoding
+    as many rows again as a burst's claim takes; bounded like every batch (rule 8)."""
+    n = candidates_for(limit)
+    assert min(limit, MAX_BATCH) < n <= min(limit, MAX_BATCH) * 5 // 4 + 1

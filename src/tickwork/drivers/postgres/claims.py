@@ -25,6 +25,7 @@ from tickwork.drivers.claiming import (
     ClaimPlan,
     Key,
     KeyRow,
+    candidates_for,
     held_by_limits,
     left_waiting,
     plan_claims,
@@ -69,7 +70,7 @@ class ClaimMethods:
         async with self.pool.transaction() as conn:
             rows = await fetch_all(conn, Q["occurrence_candidates"], {
                 "queue": p.queue, "now": p.now, "server_clock": self.server_clock,
-                "limit": min(p.limit, b.MAX_BATCH) * 2, "hour": hour_start(p.now)})
+                "limit": candidates_for(p.limit), "hour": hour_start(p.now)})
             if not rows:
                 return b.ClaimResult(claims=[])
             rows = await self._with_job_locks(conn, rows)

@@ -20,6 +20,7 @@ from tickwork.drivers.claiming import (
     ClaimPlan,
     Key,
     KeyRow,
+    candidates_for,
     held_by_limits,
     left_waiting,
     plan_claims,
@@ -55,7 +56,7 @@ class SqliteClaimMethods:
             now = to_us(p.now)
             with write_transaction(conn):
                 rows = conn.execute(Q["occurrence_candidates"], {
-                    "queue": p.queue, "now": now, "limit": min(p.limit, b.MAX_BATCH) * 2,
+                    "queue": p.queue, "now": now, "limit": candidates_for(p.limit),
                     "hour": to_us(hour_start(p.now))}).fetchall()
                 if not rows:
                     return b.ClaimResult(claims=[])
