@@ -12,6 +12,7 @@ from tickwork.drivers.claiming import (
     Candidate,
     ClaimPlan,
     candidates_for,
+    fresh_share,
     is_past_catchup,
     plan_claims,
 )
@@ -269,3 +270,9 @@ def test_a_claim_reads_a_margin_past_its_limit_not_twice_it(limit: int) -> None:
     as many rows again as a burst's claim takes; bounded like every batch (rule 8)."""
     n = candidates_for(limit)
     assert min(limit, MAX_BATCH) < n <= min(limit, MAX_BATCH) * 5 // 4 + 1
+
+
+def test_a_fresh_share_is_half_a_claim_and_none_of_a_claim_of_one() -> None:
+    """One at a time, the oldest first: a steady stream must not keep a backlog waiting."""
+    assert [fresh_share(n) for n in (1, 2, 3, 64)] == [0, 1, 1, 32]
+    assert fresh_share(10 * MAX_BATCH) == MAX_BATCH // 2

@@ -25,6 +25,7 @@ from tickwork.drivers.base import (
     JobListParams,
     OccurrenceListParams,
 )
+from tickwork.drivers.postgres import claims as pg_claims
 from tickwork.drivers.postgres.connection import Pool, Q
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
@@ -325,3 +326,32 @@ async def test_the_next_due_question_reads_a_row_per_priority_not_every_waiting_
         conn.rollback()
     # One descent per priority to find the levels, one row per level to answer.
     assert _rows_read(plan, "occurrences") <= 8, plan
+
+
+@pytest.mark.parametrize(("sql", "walk"), [
+    (Q["occurrence_candidates"], "Index Scan using occurrences_due"),
+    (pg_claims._FRESH_CANDIDATES, "Index Scan Backward using occurrences_due")])
+def test_claim_candidates_walk_the_due_index_and_find_each_job_by_its_key(
+        postgres_url: str, sql: str, walk: str) -> None:
+    """The oldest due, and a backlog's fresh share (the newest due of the top priority), in
+    the order of occurrences_due, each job by its primary key: the LIMIT ends the walk. The
+    generic plan made for an empty table once hashed every job and sorted every due row."""
+    params = {"queue": "'default'", "now": "'2030-01-02'", "server_clock": "false",
+              "limit": "16", "hour": "'2030-01-01'", "top": "0", "after": "'2030-01-01'"}
+    names: list[str] = []
+
+    def placeholder(match: re.Match[str]) -> str:
+        if match[1] not in names:
+            names.append(match[1])
+        return f"${names.index(match[1]) + 1}"
+
+    text = re.sub(r"%\((\w+)\)[bs]", placeholder, sql)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute(f"PREPARE probe AS {text}")  # type: ignore[arg-type]
+        plan = "\n".join(r[0] for r in conn.execute(  # type: ignore[call-overload]
+            f"EXPLAIN EXECUTE probe({', '.join(params[n] for n in names)})").fetchall())
+    assert walk in plan, plan
+    assert "Index Scan using jobs_pkey on jobs" in plan, plan
+    assert "Sort" not in plan, plan
+    assert "Hash" not in plan.split("LockRows")[1], plan

@@ -26,6 +26,7 @@ from tickwork.drivers.claiming import (
     Key,
     KeyRow,
     candidates_for,
+    fresh_share,
     held_by_limits,
     left_waiting,
     plan_claims,
@@ -59,6 +60,9 @@ _MARKS = (
      "superseded by a newer run (overlap cancel_previous)"),
 )
 _CANCEL_PREVIOUS_WHY = "cancelled: a newer run started (overlap cancel_previous)"
+ORDER_OLDEST = "ORDER BY o.priority DESC, o.due_at\n"
+FRESH_ORDER = "AND o.priority = %(top)s AND o.due_at > %(after)s\nORDER BY o.due_at DESC\n"
+_FRESH_CANDIDATES = Q["occurrence_candidates"].replace(ORDER_OLDEST, FRESH_ORDER)
 
 
 class ClaimMethods:
@@ -68,11 +72,16 @@ class ClaimMethods:
 
     async def occurrence_claim(self, p: b.OccurrenceClaimParams) -> b.ClaimResult:
         async with self.pool.transaction() as conn:
-            rows = await fetch_all(conn, Q["occurrence_candidates"], {
-                "queue": p.queue, "now": p.now, "server_clock": self.server_clock,
-                "limit": candidates_for(p.limit), "hour": hour_start(p.now)})
+            args = {"queue": p.queue, "now": p.now, "server_clock": self.server_clock,
+                    "limit": candidates_for(p.limit), "hour": hour_start(p.now)}
+            rows = await fetch_all(conn, Q["occurrence_candidates"], args)
             if not rows:
                 return b.ClaimResult(claims=[])
+            share = fresh_share(p.limit)
+            if share and len(rows) >= p.limit:  # a backlog: the newest due have their share
+                rows = [*await fetch_all(conn, _FRESH_CANDIDATES, {
+                    **args, "limit": share, "top": rows[0]["priority"],
+                    "after": max(r["due_at"] for r in rows)}), *rows]
             rows = await self._with_job_locks(conn, rows)
             candidates = [self._candidate(r) for r in rows]
             limits, budget = await self._limits(conn, candidates, rows, p.now)

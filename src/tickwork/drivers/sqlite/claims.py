@@ -21,6 +21,7 @@ from tickwork.drivers.claiming import (
     Key,
     KeyRow,
     candidates_for,
+    fresh_share,
     held_by_limits,
     left_waiting,
     plan_claims,
@@ -37,6 +38,9 @@ from tickwork.drivers.sqlite.rows import from_us, from_us_or_none, occurrence_fr
 from tickwork.models import AttemptOutcome, Claim, Job, OccurrenceState, Overlap
 
 Q = load_queries("tickwork.drivers.sqlite")
+ORDER_OLDEST = "ORDER BY o.priority DESC, o.due_at\n"
+FRESH_ORDER = "AND o.priority = :top AND o.due_at > :after\nORDER BY o.due_at DESC\n"
+_FRESH_CANDIDATES = Q["occurrence_candidates"].replace(ORDER_OLDEST, FRESH_ORDER)
 
 _MARKS = (
     ("missed", OccurrenceState.MISSED, "past its catch-up window"),
@@ -55,11 +59,16 @@ class SqliteClaimMethods:
         def run(conn: sqlite3.Connection) -> b.ClaimResult:
             now = to_us(p.now)
             with write_transaction(conn):
-                rows = conn.execute(Q["occurrence_candidates"], {
-                    "queue": p.queue, "now": now, "limit": candidates_for(p.limit),
-                    "hour": to_us(hour_start(p.now))}).fetchall()
+                args = {"queue": p.queue, "now": now, "limit": candidates_for(p.limit),
+                        "hour": to_us(hour_start(p.now))}
+                rows = conn.execute(Q["occurrence_candidates"], args).fetchall()
                 if not rows:
                     return b.ClaimResult(claims=[])
+                share = fresh_share(p.limit)
+                if share and len(rows) >= p.limit:  # a backlog: the newest due have their share
+                    rows = [*conn.execute(_FRESH_CANDIDATES, {
+                        **args, "limit": share, "top": rows[0]["priority"],
+                        "after": max(r["due_at"] for r in rows)}).fetchall(), *rows]
                 by_key = {(r["job_id"], r["scheduled_at"]): r for r in rows}
                 candidates = [self._candidate(r) for r in rows]
                 limits, budget = limits_read(conn, candidates, p.now)

@@ -113,6 +113,24 @@ class ClaimConformance:
             result = await claim(store, NOW, limit=3)
             assert [c.job.spec.name for c in result.claims] == ["low"]
 
+        async def test_a_backlog_keeps_a_share_of_each_claim_for_the_newest_due(
+                self, store: Store) -> None:
+            """Oldest first, but when a backlog fills the batch half of it goes to the newest
+            due, so what comes due while a burst drains is not kept behind all of it."""
+            burst = await add_job(store, "burst", overlap=Overlap.ALLOW_ALL)
+            await store.occurrence_insert(OccurrenceInsertParams(occurrences=[
+                new_occurrence(burst, NOW - seconds(100 - i), due_at=NOW - seconds(10))
+                for i in range(20)], now=NOW))
+            steady = await add_job(store, "steady", overlap=Overlap.ALLOW_ALL)
+            await add_occurrences(store, steady, *(NOW - seconds(n) for n in range(6, 0, -1)))
+            first = (await claim(store, NOW, limit=8)).claims
+            assert sorted(_at([c for c in first if c.job.id == steady.id])) == [-4, -3, -2, -1]
+            assert len(first) == 8, "the rest of the batch is the backlog's, oldest first"
+            second = (await claim(store, NOW, limit=8)).claims
+            assert sorted(_at([c for c in second if c.job.id == steady.id])) == [-6, -5]
+            rest = (await claim(store, NOW, limit=100)).claims
+            assert len(first) + len(second) + len(rest) == 26, "each claimed once"
+
         async def test_occurrence_claim_queue_isolation(self, store: Store) -> None:
             job = await add_job(store, "j", queue="mail")
             await add_occurrences(store, job, NOW)

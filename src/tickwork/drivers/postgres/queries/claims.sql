@@ -10,9 +10,17 @@
 -- from being looked at. One not looked at yet still comes, so the claim notes it as held and
 -- the catch-up window spares it (drivers/limits.py).
 -- Only the columns a claim decides on (the claim itself returns the whole occurrence).
+-- When a backlog fills the batch, the claim asks again for its fresh share: the same query with
+-- FRESH_ORDER in place of ORDER_OLDEST (postgres/claims.py), the newest due first, of the top
+-- priority and due after every row of the first answer (so never one of them).
+-- Each row's job is looked up by its primary key alone in a lateral subquery (never flattened
+-- into a join), so the rows come in the order of occurrences_due and the LIMIT stops the walk.
+-- Joined, the generic plan made while the tables were empty hashed every job (read through the
+-- partial index of live names) and sorted every due row, per claim.
 -- queue_limited, keys_limited and runs_limited (each computed once, not per row): whether the
 -- claim must read limits (postgres/limits.py); when none is set it costs nothing more.
-SELECT o.job_id, o.scheduled_at, o.state, o.attempt, o.trigger, j.spec AS job_spec,
+SELECT o.job_id, o.scheduled_at, o.state, o.attempt, o.trigger, o.priority, o.due_at,
+       j.spec AS job_spec,
        j.version AS job_version, j.next_run_at AS job_next_run_at,
        j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard,
        j.namespace AS job_namespace,
@@ -22,7 +30,12 @@ SELECT o.job_id, o.scheduled_at, o.state, o.attempt, o.trigger, j.spec AS job_sp
        EXISTS (SELECT 1 FROM limit_keys) AS keys_limited,
        EXISTS (SELECT 1 FROM namespaces nq
                WHERE nq.max_runs_per_hour IS NOT NULL) AS runs_limited
-FROM occurrences o JOIN jobs j ON j.id = o.job_id
+FROM occurrences o CROSS JOIN LATERAL (
+    SELECT j.spec, j.version, j.next_run_at, j.created_at, j.updated_at, j.shard, j.namespace,
+           j.overlap, j.paused, j.deleted_at
+    FROM jobs j WHERE j.id = o.job_id
+    OFFSET 0
+) j
 WHERE o.queue = %(queue)s AND o.state IN ('scheduled', 'queued', 'retrying')
   AND o.due_at <= %(now)s AND (NOT %(server_clock)s OR o.due_at <= statement_timestamp())
   AND NOT j.paused AND j.deleted_at IS NULL

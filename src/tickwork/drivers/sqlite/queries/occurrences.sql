@@ -15,6 +15,9 @@ SELECT * FROM occurrences WHERE job_id = ? AND scheduled_at = ?
 -- the hour is used up: it cannot start, and would keep the runs of other namespaces behind it
 -- from being looked at. One not looked at yet still comes, so the claim notes it as held and
 -- the catch-up window spares it (drivers/limits.py).
+-- When a backlog fills the batch, the claim asks again for its fresh share: the same query with
+-- FRESH_ORDER in place of ORDER_OLDEST (sqlite/claims.py), the newest due first, of the top
+-- priority and due after every row of the first answer (so never one of them).
 SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_next_run_at,
        j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard,
        j.namespace AS job_namespace
