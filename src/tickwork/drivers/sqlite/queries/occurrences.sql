@@ -95,18 +95,38 @@ WHERE job_id = :job_id AND state = 'retrying'
 
 -- name: occurrence_next_due
 -- The same eligibility as occurrence_candidates, so a worker never wakes for what it cannot claim.
-SELECT MIN(o.due_at) FROM occurrences o JOIN jobs j ON j.id = o.job_id
-WHERE o.queue = :queue AND o.state IN ('scheduled', 'queued', 'retrying')
-  AND j.paused = 0 AND j.deleted_at IS NULL
-  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused = 1)
-  AND NOT (COALESCE(o.overlap, j.overlap) = 'buffer_all' AND (
-      EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
-      OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (
-          SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
-  AND (o.limited_at IS NULL OR j.namespace NOT IN (
-      SELECT nq.name FROM namespaces nq
-      LEFT JOIN namespace_runs nr ON nr.namespace = nq.name AND nr.hour = :hour
-      WHERE nq.max_runs_per_hour IS NOT NULL AND COALESCE(nr.runs, 0) >= nq.max_runs_per_hour))
+-- Read in the order of occurrences_due (queue, priority DESC, due_at): its priorities are
+-- skipped through one by one, and each one's waiting rows read from the earliest until one is
+-- eligible, so the cost is the number of priorities, not of waiting rows. MIN(due_at) over the
+-- queue read every waiting row: 14 % of the store thread in W1 at 100,000 jobs.
+WITH RECURSIVE levels(priority) AS (
+    SELECT (SELECT o.priority FROM occurrences o
+            WHERE o.queue = :queue AND o.state IN ('scheduled', 'queued', 'retrying')
+            ORDER BY o.priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT o.priority FROM occurrences o
+            WHERE o.queue = :queue AND o.state IN ('scheduled', 'queued', 'retrying')
+              AND o.priority < l.priority
+            ORDER BY o.priority DESC LIMIT 1)
+    FROM levels l WHERE l.priority IS NOT NULL
+)
+SELECT MIN((
+    SELECT o.due_at FROM occurrences o JOIN jobs j ON j.id = o.job_id
+    WHERE o.queue = :queue AND o.priority = l.priority
+      AND o.state IN ('scheduled', 'queued', 'retrying')
+      AND j.paused = 0 AND j.deleted_at IS NULL
+      AND NOT (COALESCE(o.overlap, j.overlap) = 'buffer_all' AND (
+          EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
+          OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (
+              SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'retrying'))))
+      AND (o.limited_at IS NULL OR j.namespace NOT IN (
+          SELECT nq.name FROM namespaces nq
+          LEFT JOIN namespace_runs nr ON nr.namespace = nq.name AND nr.hour = :hour
+          WHERE nq.max_runs_per_hour IS NOT NULL AND COALESCE(nr.runs, 0) >= nq.max_runs_per_hour))
+    ORDER BY o.due_at LIMIT 1))
+FROM levels l
+WHERE l.priority IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = :queue AND q.paused = 1)
 
 -- name: occurrence_insert_chained
 -- One run a chain triggered (drivers/chaining.py): insert-if-absent; no change means the
