@@ -117,7 +117,25 @@ async def test_the_loop_survives_redis_being_unavailable(
     assert len(warnings) == 1  # once per outage, not once per attempt
 
 
+async def test_a_queue_at_its_backlog_bound_is_looked_at_again_shortly(
+        redis_dispatch: RedisDispatch) -> None:
+    """A burst waits in the due set: the streams get a backlog's worth, then more as workers
+    read, the promoter looking again every held interval, not at the maximum sleep."""
+    d = redis_dispatch
+    now = await now_ms(d)
+    await add(d, *([now - 1] * 30))
+    p = promoter(d, backlog=12, held_interval_seconds=0.005, max_interval_seconds=0.5)
+    first = await p.run_once()
+    assert (first.moved, first.more, first.sleep_seconds) == (12, False, 0.005)
+    assert (await p.run_once()).moved == 0  # held: nobody read yet
+    assert len(await read(d, 5)) == 5
+    assert (await p.run_once()).moved == 5
+    assert (await d.queue_stats(QueueStatsParams("default"))).due == 13
+
+
 def test_settings_are_validated(redis_dispatch: RedisDispatch) -> None:
+    with pytest.raises(ValueError, match="backlog"):
+        promoter(redis_dispatch, backlog=-1)
     with pytest.raises(ValueError, match="batch_size"):
         promoter(redis_dispatch, batch_size=0)
     with pytest.raises(ValueError, match="batches_per_queue"):

@@ -107,8 +107,13 @@ class DueRebuildParams:
 
 @dataclass(frozen=True, slots=True)
 class DuePromoteParams:
+    """``backlog``: the most entries the queue's streams may hold that no worker got yet (0:
+    no bound). With a bound, a burst waits in the due set, and when more keys are due than
+    move, half of the move is the newest due (``redis/scripts/promote.lua``)."""
+
     queue: str
     limit: int = MAX_PROMOTE
+    backlog: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +124,7 @@ class Promoted:
     moved: int
     next_due_ms: int | None
     now_ms: int
+    held: bool = False  # the streams held a backlog's worth: nothing could move
 
     @property
     def next_in_ms(self) -> int | None:

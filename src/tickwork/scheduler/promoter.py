@@ -22,6 +22,11 @@ from tickwork.scheduler.loop import Loop
 
 log = logging.getLogger("tickwork.promoter")
 
+# Entries a queue's streams may hold that no worker got yet: a burst waits in the due set
+# beyond it, so work due later is delivered behind at most this many (about 0.1 s of a
+# two-core deployment's drain), and it is several claims' worth for many workers.
+DEFAULT_BACKLOG = 1000
+
 
 @dataclass(frozen=True, slots=True)
 class PromotePass:
@@ -41,6 +46,8 @@ class Promoter(Loop):
         queues: Sequence[str] | Callable[[], Iterable[str]],
         batch_size: int = MAX_PROMOTE,
         batches_per_queue: int = 10,
+        backlog: int = DEFAULT_BACKLOG,
+        held_interval_seconds: float = 0.005,
         max_interval_seconds: float = 0.5,
         min_interval_seconds: float = 0.001,
         unavailable_backoff_seconds: float = 1.0,
@@ -48,7 +55,11 @@ class Promoter(Loop):
     ) -> None:
         """``queues``: the queues to promote, or a function giving them at each pass.
         ``batches_per_queue``: the most batches one pass moves per queue before the next
-        queue's turn, so a burst in one queue does not hold up another."""
+        queue's turn, so a burst in one queue does not hold up another.
+        ``backlog``: the most entries a queue's streams hold that no worker got yet (0: no
+        bound); a queue at its bound is looked at again ``held_interval_seconds`` later."""
+        if backlog < 0:
+            raise ValueError(f"backlog ({backlog}) must be 0 (no bound) or more")
         if not 0 < batch_size <= MAX_PROMOTE:
             raise ValueError(f"batch_size ({batch_size}) must be in 1..{MAX_PROMOTE}")
         if batches_per_queue < 1:
@@ -61,6 +72,8 @@ class Promoter(Loop):
         self._queues = queues
         self.batch_size = batch_size
         self.batches_per_queue = batches_per_queue
+        self.backlog = backlog
+        self.held_interval_seconds = held_interval_seconds
         self.max_interval_seconds = max_interval_seconds
         self.min_interval_seconds = min_interval_seconds
         self.unavailable_backoff_seconds = unavailable_backoff_seconds
@@ -76,12 +89,16 @@ class Promoter(Loop):
         next_in: list[int] = []
         for queue in self.queues():
             for _ in range(self.batches_per_queue):
-                step = await self.dispatch.due_promote(DuePromoteParams(queue, self.batch_size))
+                step = await self.dispatch.due_promote(
+                    DuePromoteParams(queue, self.batch_size, self.backlog))
                 moved += step.moved
                 if step.moved and self.on_promoted is not None:
                     self.on_promoted(queue, step.moved)
                 if step.moved < self.batch_size:
-                    if step.next_in_ms is not None:
+                    if step.held or (self.backlog and step.next_in_ms == 0):
+                        # The streams hold a backlog: room comes as workers read it.
+                        next_in.append(round(self.held_interval_seconds * 1000))
+                    elif step.next_in_ms is not None:
                         next_in.append(step.next_in_ms)
                     break
             else:

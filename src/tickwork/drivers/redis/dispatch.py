@@ -158,11 +158,15 @@ class RedisDispatch:
     async def due_promote(self, p: DuePromoteParams) -> Promoted:
         if not 0 < p.limit <= MAX_PROMOTE:
             raise ValueError(f"limit ({p.limit}) must be in 1..{MAX_PROMOTE}")
+        if p.backlog < 0:
+            raise ValueError(f"backlog ({p.backlog}) must be 0 (no bound) or more")
         keys = [self.keys.due(p.queue), *self.keys.streams(p.queue)]
         with translate("due_promote"):
-            moved, next_due, now = await self._scripts.promote(keys=keys, args=[p.limit])
+            moved, next_due, now, held = await self._scripts.promote(
+                keys=keys, args=[p.limit, p.backlog, GROUP])
         return Promoted(moved=_int(moved), now_ms=_int(now),
-                        next_due_ms=int(float(next_due)) if next_due else None)
+                        next_due_ms=int(float(next_due)) if next_due else None,
+                        held=bool(_int(held)))
 
     async def due_count(self, p: DueCountParams) -> int:
         with translate("due_count"):

@@ -74,6 +74,14 @@ async def promote_all(dispatch: Dispatch, queue: str = Q, limit: int = 1000) -> 
     return moved
 
 
+async def promote_and_read(dispatch: Dispatch, backlog: int, queue: str = Q) -> list[str]:
+    """Promote with a backlog bound, reading what moved, until nothing is due: the keys."""
+    keys: list[str] = []
+    while (step := await dispatch.due_promote(DuePromoteParams(queue, backlog=backlog))).moved:
+        keys += [e.key for e in await read(dispatch, step.moved, "drain", queue)]
+    return keys
+
+
 async def read(dispatch: Dispatch, count: int = 100, consumer: str = "c1",
                queue: str = Q) -> list[Entry]:
     return (await dispatch.entry_read(EntryReadParams(queue, consumer, count))).entries
@@ -118,6 +126,37 @@ class DueConformance:
         assert moves == [10, 10, 5, 0]
         with pytest.raises(ValueError, match="limit"):
             await dispatch.due_promote(DuePromoteParams(Q, limit=0))
+
+    async def test_due_promote_with_a_backlog_bound_fills_the_streams_only_that_far(
+            self, dispatch: Dispatch) -> None:
+        now = await now_ms(dispatch)
+        await add(dispatch, *([now - 100] * 25))
+        first = await dispatch.due_promote(DuePromoteParams(Q, backlog=10))
+        assert (first.moved, first.held) == (10, False)
+        full = await dispatch.due_promote(DuePromoteParams(Q, backlog=10))
+        assert (full.moved, full.held, full.next_in_ms) == (0, True, 0)
+        assert await stats(dispatch) == QueueStats(due=15, ready=10, pending=0)
+        assert len(await read(dispatch, 4)) == 4  # delivered: room for four more
+        assert (await dispatch.due_promote(DuePromoteParams(Q, backlog=10))).moved == 4
+        assert await stats(dispatch) == QueueStats(due=11, ready=10, pending=4)
+        with pytest.raises(ValueError, match="backlog"):
+            await dispatch.due_promote(DuePromoteParams(Q, backlog=-1))
+
+    async def test_due_promote_with_a_bound_moves_the_newest_due_alongside_a_burst(
+            self, dispatch: Dispatch) -> None:
+        """What comes due while a burst waits in the due set is delivered behind at most a
+        backlog's worth of entries, not behind the whole burst."""
+        now = await now_ms(dispatch)
+        await add(dispatch, *([now - 1000] * 20), prefix="burst")
+        steady = await add(dispatch, now - 40, now - 30, now - 20, now - 10, prefix="steady")
+        step = await dispatch.due_promote(DuePromoteParams(Q, backlog=8))
+        assert step.moved == 8
+        got = [e.key for e in await read(dispatch, 8)]
+        assert got[:4] == steady[::-1], "half of the move, the newest due first"
+        assert all(k.startswith("burst") for k in got[4:]), "the rest is the oldest due"
+        rest = await promote_and_read(dispatch, backlog=8)
+        assert sorted(got + rest) == sorted({*got, *rest}), "no key moved twice"
+        assert len(got + rest) == 24, "every key moved"
 
     async def test_due_add_keeps_the_first_due_time(self, dispatch: Dispatch) -> None:
         now = await now_ms(dispatch)

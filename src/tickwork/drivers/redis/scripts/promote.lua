@@ -3,20 +3,81 @@
 -- KEYS[1]      the queue's due set (zset: member "<band>|<key>", score = due ms)
 -- KEYS[2..n+1] the queue's band streams, band 0 (highest) first
 -- ARGV[1]      limit: the most members one call moves (a bounded batch)
+-- ARGV[2]      backlog: the most entries the band streams may hold that no consumer of the
+--              group got yet (0: no bound)
+-- ARGV[3]      consumer group
 --
--- Returns {moved, next_due_ms or "", now_ms}. "Now" is Redis TIME, the one clock that decides
--- due-ness. Members are read, XADDed and ZREMed inside one script, so any number of promoters
--- can run without a lock: none moves a member twice, none is lost between the two structures.
--- A member whose band is missing or out of range goes to the lowest band: never dropped.
+-- Returns {moved, next_due_ms or "", now_ms, held}. "Now" is Redis TIME, the one clock that
+-- decides due-ness. Members are read, XADDed and ZREMed inside one script, so any number of
+-- promoters can run without a lock: none moves a member twice, none is lost between the two
+-- structures. A member whose band is missing or out of range goes to the lowest band: never
+-- dropped.
+--
+-- With a backlog bound, a burst waits in the due set rather than in the streams, which are
+-- read in order: only as many keys move as the streams have room for (held = 1 when none
+-- could), and when more are due than move, half of the move is the newest due, newest
+-- first, the rest the oldest. So what comes due while a burst drains is delivered behind a
+-- backlog's worth of entries, not behind the whole burst.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit = tonumber(ARGV[1])
+local backlog = tonumber(ARGV[2] or '0')
+local group = ARGV[3]
 local lowest = #KEYS - 2  -- the last band index (KEYS[1] is the due set)
-local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES',
-                           'LIMIT', 0, limit)
+
+-- Entries of a stream after the group's last delivered one, counted up to `most`.
+local function undelivered(stream, most)
+  local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', stream)
+  if ok then
+    for _, g in ipairs(groups) do
+      local fields = {}
+      for j = 1, #g, 2 do fields[g[j]] = g[j + 1] end
+      if fields['name'] == group then
+        return #redis.call('XRANGE', stream, '(' .. fields['last-delivered-id'], '+',
+                           'COUNT', most)
+      end
+    end
+  end
+  return math.min(redis.call('XLEN', stream), most)  -- no group yet: nothing delivered
+end
+
+local room, held = limit, 0
+if backlog > 0 then
+  local waiting = 0
+  for i = 2, #KEYS do
+    if waiting >= backlog then break end
+    waiting = waiting + undelivered(KEYS[i], backlog - waiting)
+  end
+  room = math.min(limit, backlog - waiting)
+  if room <= 0 then
+    room, held = 0, 1
+  end
+end
+
+local chosen = {}  -- members in the order they go to the streams, each with its score
+local taken = {}
+local function take(members)
+  for i = 1, #members, 2 do
+    if #chosen < room * 2 and not taken[members[i]] then
+      taken[members[i]] = true
+      chosen[#chosen + 1] = members[i]
+      chosen[#chosen + 1] = members[i + 1]
+    end
+  end
+end
+if room > 0 then
+  local oldest = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES',
+                            'LIMIT', 0, room)
+  if backlog > 0 and #oldest == room * 2 and room > 1 then  -- more may be due than move
+    take(redis.call('ZREVRANGEBYSCORE', KEYS[1], now, '-inf', 'WITHSCORES',
+                    'LIMIT', 0, math.floor(room / 2)))
+  end
+  take(oldest)
+end
+
 local moved = 0
-for i = 1, #members, 2 do
-  local m = members[i]
+for i = 1, #chosen, 2 do
+  local m = chosen[i]
   local sep = string.find(m, '|', 1, true)
   local band, key = nil, m
   if sep then
@@ -26,11 +87,11 @@ for i = 1, #members, 2 do
   if band == nil or band < 0 or band > lowest or band ~= math.floor(band) then
     band = lowest
   end
-  redis.call('XADD', KEYS[band + 2], '*', 'k', key, 'd', members[i + 1])
+  redis.call('XADD', KEYS[band + 2], '*', 'k', key, 'd', chosen[i + 1])
   redis.call('ZREM', KEYS[1], m)
   moved = moved + 1
 end
 local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local next_due = ''
 if #nxt > 0 then next_due = nxt[2] end
-return {moved, next_due, now}
+return {moved, next_due, now, held}
