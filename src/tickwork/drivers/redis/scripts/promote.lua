@@ -25,7 +25,9 @@ local backlog = tonumber(ARGV[2] or '0')
 local group = ARGV[3]
 local lowest = #KEYS - 2  -- the last band index (KEYS[1] is the due set)
 
--- Entries of a stream after the group's last delivered one, counted up to `most`.
+-- Entries of a stream the group has not been given yet, up to `most`: the group's lag, or,
+-- when Redis cannot tell it (entries deleted inside the range, a promoted replica), the
+-- entries after its last delivered id, counted.
 local function undelivered(stream, most)
   local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', stream)
   if ok then
@@ -33,6 +35,7 @@ local function undelivered(stream, most)
       local fields = {}
       for j = 1, #g, 2 do fields[g[j]] = g[j + 1] end
       if fields['name'] == group then
+        if fields['lag'] then return math.min(tonumber(fields['lag']), most) end
         return #redis.call('XRANGE', stream, '(' .. fields['last-delivered-id'], '+',
                            'COUNT', most)
       end
