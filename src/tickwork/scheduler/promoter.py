@@ -23,9 +23,11 @@ from tickwork.scheduler.loop import Loop
 log = logging.getLogger("tickwork.promoter")
 
 # Entries a queue's streams may hold that no worker got yet: a burst waits in the due set
-# beyond it, so work due later is delivered behind at most this many (about 0.1 s of a
-# two-core deployment's drain), and it is several claims' worth for many workers.
-DEFAULT_BACKLOG = 1000
+# beyond it, so work due later is delivered behind at most this many (about 50 ms of a
+# two-core deployment's drain), and it is several claims' worth for many workers. 1,000 kept
+# the p99 of W1's steady stream at 0.23-0.31 s, 500 at 0.13-0.19 s, and the burst's drain
+# the same (docs/benchmarks.md).
+DEFAULT_BACKLOG = 500
 
 
 @dataclass(frozen=True, slots=True)
