@@ -25,7 +25,6 @@ from tickwork.drivers.base import (
     JobListParams,
     OccurrenceListParams,
 )
-from tickwork.drivers.postgres import claims as pg_claims
 from tickwork.drivers.postgres.connection import Pool, Q
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
@@ -290,68 +289,3 @@ async def test_hot_reads_use_their_index_even_in_a_plan_made_for_an_empty_table(
     assert "Seq Scan on occurrences" not in plan, plan
     assert "occurrences_due" not in plan, plan
     assert re.search(index, plan), plan
-
-
-def _rows_read(node: dict[str, object], relation: str) -> int:
-    """Rows the plan's scans of ``relation`` returned, over all their loops."""
-    own = 0
-    if node.get("Relation Name") == relation:
-        own = int(node["Actual Rows"]) * int(node["Actual Loops"])  # type: ignore[call-overload]
-    return own + sum(_rows_read(child, relation)  # type: ignore[arg-type]
-                     for child in node.get("Plans", []))  # type: ignore[attr-defined]
-
-
-async def test_the_next_due_question_reads_a_row_per_priority_not_every_waiting_one(
-        store: PostgresStore, postgres_url: str) -> None:
-    """Idle workers ask it at every wake-up; min(due_at) over the queue read every waiting
-    occurrence (27 ms with a burst of 20,000 waiting). Its generic plan, made for an empty
-    table, walks occurrences_due in order too: no sort, no sequential scan."""
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute("SET plan_cache_mode = force_generic_plan")
-        conn.execute("PREPARE probe(text, timestamptz) AS " + Q["occurrence_next_due"].replace(
-            "%(queue)s", "$1").replace("%(hour)s", "$2"))
-        generic = "\n".join(r[0] for r in conn.execute(
-            "EXPLAIN EXECUTE probe('default', '2030-01-01')").fetchall())
-    assert "Sort" not in generic, generic
-    assert "Seq Scan on occurrences" not in generic, generic
-    assert "Index Scan using occurrences_due" in generic, generic
-    for priority in (0, 5, 9):
-        job = await add_job(store, f"p{priority}", priority=priority)
-        await add_occurrences(store, job, *(NOW + seconds(priority + i) for i in range(300)))
-    assert await store.occurrence_next_due("default", NOW) == NOW
-    with psycopg.connect(postgres_url) as conn:
-        conn.execute("ANALYZE")
-        plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + Q["occurrence_next_due"], {
-            "queue": "default", "hour": NOW}).fetchone()[0][0]["Plan"]  # type: ignore[index]
-        conn.rollback()
-    # One descent per priority to find the levels, one row per level to answer.
-    assert _rows_read(plan, "occurrences") <= 8, plan
-
-
-@pytest.mark.parametrize(("sql", "walk"), [
-    (Q["occurrence_candidates"], "Index Scan using occurrences_due"),
-    (pg_claims._FRESH_CANDIDATES, "Index Scan Backward using occurrences_due")])
-def test_claim_candidates_walk_the_due_index_and_find_each_job_by_its_key(
-        postgres_url: str, sql: str, walk: str) -> None:
-    """The oldest due, and a backlog's fresh share (the newest due of the top priority), in
-    the order of occurrences_due, each job by its primary key: the LIMIT ends the walk. The
-    generic plan made for an empty table once hashed every job and sorted every due row."""
-    params = {"queue": "'default'", "now": "'2030-01-02'", "server_clock": "false",
-              "limit": "16", "hour": "'2030-01-01'", "top": "0", "after": "'2030-01-01'"}
-    names: list[str] = []
-
-    def placeholder(match: re.Match[str]) -> str:
-        if match[1] not in names:
-            names.append(match[1])
-        return f"${names.index(match[1]) + 1}"
-
-    text = re.sub(r"%\((\w+)\)[bs]", placeholder, sql)
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute("SET plan_cache_mode = force_generic_plan")
-        conn.execute(f"PREPARE probe AS {text}")  # type: ignore[arg-type]
-        plan = "\n".join(r[0] for r in conn.execute(  # type: ignore[call-overload]
-            f"EXPLAIN EXECUTE probe({', '.join(params[n] for n in names)})").fetchall())
-    assert walk in plan, plan
-    assert "Index Scan using jobs_pkey on jobs" in plan, plan
-    assert "Sort" not in plan, plan
-    assert "Hash" not in plan.split("LockRows")[1], plan

@@ -17,6 +17,9 @@
 -- into a join), so the rows come in the order of occurrences_due and the LIMIT stops the walk.
 -- Joined, the generic plan made while the tables were empty hashed every job (read through the
 -- partial index of live names) and sorted every due row, per claim.
+-- The paused-queue check names the queue asked for, not each row's (the same queue): checked
+-- once, before the walk. Correlated to the row, it was an anti-join whose estimate, once
+-- ANALYZE had seen a burst, fell to one row, and the plan read and sorted every due row.
 -- queue_limited, keys_limited and runs_limited (each computed once, not per row): whether the
 -- claim must read limits (postgres/limits.py); when none is set it costs nothing more.
 SELECT o.job_id, o.scheduled_at, o.state, o.attempt, o.trigger, o.priority, o.due_at,
@@ -39,7 +42,7 @@ FROM occurrences o CROSS JOIN LATERAL (
 WHERE o.queue = %(queue)s AND o.state IN ('scheduled', 'queued', 'retrying')
   AND o.due_at <= %(now)s AND (NOT %(server_clock)s OR o.due_at <= statement_timestamp())
   AND NOT j.paused AND j.deleted_at IS NULL
-  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused)
+  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = %(queue)s AND q.paused)
   AND NOT (COALESCE(o.overlap, j.overlap) = 'buffer_all' AND (
       EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
       OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (

@@ -24,7 +24,7 @@ SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_n
 FROM occurrences o JOIN jobs j ON j.id = o.job_id
 WHERE o.queue = :queue AND o.state IN ('scheduled', 'queued', 'retrying') AND o.due_at <= :now
   AND j.paused = 0 AND j.deleted_at IS NULL
-  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = o.queue AND q.paused = 1)
+  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = :queue AND q.paused = 1)
   AND NOT (COALESCE(o.overlap, j.overlap) = 'buffer_all' AND (
       EXISTS (SELECT 1 FROM occurrences r WHERE r.job_id = o.job_id AND r.state = 'running')
       OR (o.attempt = 0 AND o.state <> 'retrying' AND EXISTS (
