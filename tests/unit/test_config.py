@@ -39,7 +39,7 @@ def test_defaults() -> None:
     assert load_settings(env={}) == Settings()
     settings = Settings()
     assert settings.database == "sqlite:///tickwork.db"
-    assert settings.queues == (("default", 64),)
+    assert settings.queues == (("default", 256),)
     assert settings.executors == ExecutorSettings()
     settings.validate()
 
@@ -112,7 +112,7 @@ http_user_agent = "acme-scheduler"
 
 @pytest.mark.parametrize(("text", "expected"), [
     ('queues = "default:16,mail:4"', (("default", 16), ("mail", 4))),
-    ('queues = ["default:16", "mail"]', (("default", 16), ("mail", 64))),
+    ('queues = ["default:16", "mail"]', (("default", 16), ("mail", 256))),
     ("queues = {default = 16, mail = 4}", (("default", 16), ("mail", 4))),
 ])
 def test_queues_in_toml(tmp_path: Path, text: str, expected: tuple[tuple[str, int], ...]) -> None:

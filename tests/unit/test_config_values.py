@@ -16,8 +16,8 @@ from tickwork.executors.base import ExecutorSettings
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("default:16,mail:4", (("default", 16), ("mail", 4))),
-    ("default", (("default", 64),)),
-    (" a : 2 , b ", (("a", 2), ("b", 64))),
+    ("default", (("default", 256),)),
+    (" a : 2 , b ", (("a", 2), ("b", 256))),
     ("mail.v2_x-y:10000", (("mail.v2_x-y", 10000),)),
 ])
 def test_parse_queues(text: str, expected: tuple[tuple[str, int], ...]) -> None:

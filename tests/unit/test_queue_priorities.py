@@ -15,7 +15,7 @@ from tickwork.worker.priorities import PriorityGate
 
 def test_a_priority_after_an_at_in_queues() -> None:
     s = load_settings(flags={"queues": "critical:8@10,default:16,bulk@-5"}, env={})
-    assert s.queues == (("critical", 8), ("default", 16), ("bulk", 64))
+    assert s.queues == (("critical", 8), ("default", 16), ("bulk", 256))
     assert s.queue_priorities == (("critical", 10), ("bulk", -5))
     assert queue_priorities(s) == {"critical": 10, "default": 0, "bulk": -5}
 
