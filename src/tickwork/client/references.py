@@ -34,13 +34,18 @@ class SecretCheck:
     def check(self, spec: JobSpec) -> None:
         """ValidationError naming the field of the first reference the namespace cannot
         resolve."""
-        for path, name in reference_paths(spec.payload, "payload"):
+        self._check(spec.payload, "payload")
+        if spec.alerts:
+            self._check(json.loads(spec.alerts), "alerts")
+
+    def _check(self, value: object, root: str) -> None:
+        # Most documents refer to no secret, or to ones the namespace has: the names alone
+        # tell (no field paths built, a fifth of bulk creation's time when they were).
+        if all(name in self.names for name in find_references(value)):
+            return
+        for path, name in reference_paths(value, root):
             if name not in self.names:
                 raise ValidationError(path, str(SecretNotFound(name, self.namespace)))
-        if spec.alerts:
-            for path, name in reference_paths(json.loads(spec.alerts), "alerts"):
-                if name not in self.names:
-                    raise ValidationError(path, str(SecretNotFound(name, self.namespace)))
 
 
 async def secret_check(namespace: str,
