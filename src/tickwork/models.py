@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
+from tickwork.frozen import fast_init
+
 
 class OccurrenceState(StrEnum):
     SCHEDULED = "scheduled"
@@ -132,6 +134,7 @@ class RetryPolicy:
     jitter: Literal["full", "equal", "none"] = "full"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class JobSpec:
     """A validated job document: what to run, when, and how (DESIGN §8)."""
@@ -193,6 +196,7 @@ class Upstream:
 UPSTREAM_OUTPUT_MAX = 4096  # bytes of upstream output a chained run receives; larger: None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Job:
     """A stored job: its spec plus what the store keeps about it."""
@@ -208,6 +212,7 @@ class Job:
     namespace: str = "default"  # the tenant it belongs to; names are unique per namespace
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Occurrence:
     """One (job_id, scheduled_at) the schedule produced, or a manual/backfill run."""
@@ -232,6 +237,7 @@ class Occurrence:
     overlap: Overlap | None = None  # claimed under this policy, not its job's (a backfill's choice)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """One execution try of an occurrence."""
@@ -305,6 +311,7 @@ class Backfill:
         return 0 if self.dry_run else len(self.new)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Claim:
     """What a worker gets from a claim: the running occurrence and its job."""

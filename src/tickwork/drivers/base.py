@@ -16,6 +16,7 @@ from tickwork.drivers.alerts import AlertStore
 from tickwork.drivers.calendars import CalendarStore
 from tickwork.drivers.chaining import ChainFire
 from tickwork.drivers.enqueue import EnqueueStore
+from tickwork.frozen import fast_init
 from tickwork.models import (
     Attempt,
     AttemptOutcome,
@@ -49,6 +50,7 @@ class JobVersion:
     namespace: str = "default"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class JobCreateParams:
     spec: JobSpec
@@ -189,6 +191,7 @@ class OccurrenceClaimParams:
     lease_margin_seconds: float = 5.0
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Completion:
     """The fenced result of one attempt: applied only while the occurrence is still running
@@ -218,6 +221,7 @@ class OccurrenceCompleteParams:
     chained: list[NewOccurrence] = field(default_factory=list)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LeaseRef:
     job_id: str

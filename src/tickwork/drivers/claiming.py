@@ -29,9 +29,11 @@ from datetime import datetime, timedelta
 
 from tickwork.drivers.base import MAX_BATCH, LeaseRef
 from tickwork.drivers.limits import Budget
+from tickwork.frozen import fast_init
 from tickwork.models import JobSpec, OccurrenceState, Overlap, Trigger
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Candidate:
     job_id: str
@@ -198,6 +200,7 @@ WAITING = frozenset({OccurrenceState.SCHEDULED, OccurrenceState.QUEUED,
                      OccurrenceState.RETRYING})
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class KeyRow:
     state: OccurrenceState

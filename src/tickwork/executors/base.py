@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from tickwork.errors import ValidationError
+from tickwork.frozen import fast_init
 from tickwork.models import Upstream
 from tickwork.outcomes import Fail, Outcome
 
@@ -51,6 +52,7 @@ class ExecutorSettings:
     brokers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ExecutionContext:
     """Everything one attempt knows (G6)."""

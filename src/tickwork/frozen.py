@@ -1,0 +1,61 @@
+"""A cheaper ``__init__`` for the frozen, slotted dataclasses made once per run or per job.
+
+``dataclass(frozen=True)`` writes each field through ``object.__setattr__``, looked up anew for
+every field of every instance: a claim builds several such objects per run, and bulk creation
+several per job, and their constructors were a tenth of a worker's time and more of creation's.
+``fast_init`` replaces that ``__init__`` with one that stores each field through its slot's
+own descriptor, bound once per class: the same parameters, defaults and default factories, the
+instance just as frozen afterwards (assigning a field still raises ``FrozenInstanceError``).
+
+Only for classes without ``__post_init__`` or ``InitVar``; anything else is refused when the
+class is defined, not when it is used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_NO_VALUE = object()
+
+
+def fast_init(cls: type[T]) -> type[T]:
+    """Decorate a ``@dataclass(frozen=True, slots=True)`` class (put it above the dataclass
+    decorator)."""
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen or "__slots__" not in cls.__dict__:
+        raise TypeError(f"fast_init needs a frozen, slotted dataclass, not {cls.__name__}")
+    if hasattr(cls, "__post_init__"):
+        raise TypeError(f"fast_init: {cls.__name__} has a __post_init__")
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    if any(not f.init for f in fields):
+        raise TypeError(f"fast_init: {cls.__name__} has a field outside __init__")
+    scope: dict[str, Any] = {"_NO_VALUE": _NO_VALUE}
+    positional: list[str] = []
+    keyword: list[str] = []
+    body: list[str] = []
+    for i, f in enumerate(fields):
+        scope[f"_set{i}"] = getattr(cls, f.name).__set__
+        value = f.name
+        if f.default is not dataclasses.MISSING:
+            scope[f"_default{i}"] = f.default
+            param = f"{f.name}=_default{i}"
+        elif f.default_factory is not dataclasses.MISSING:
+            scope[f"_factory{i}"] = f.default_factory
+            param = f"{f.name}=_NO_VALUE"
+            value = f"_factory{i}() if {f.name} is _NO_VALUE else {f.name}"
+        else:
+            param = f.name
+        (keyword if f.kw_only else positional).append(param)
+        body.append(f"    _set{i}(self, {value})\n")
+    signature = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
+    source = f"def __init__({signature}):\n" + ("".join(body) or "    pass\n")
+    exec(source, scope)  # noqa: S102  (our own text, from the class's field names)
+    init = scope["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    init.__doc__ = cls.__init__.__doc__
+    cls.__init__ = init  # type: ignore[method-assign]
+    return cls
