@@ -108,3 +108,28 @@ async def test_claim_candidates_stop_at_their_limit_once_a_burst_is_analysed(
             f"{', '.join(values[n] for n in names)})").fetchone()[0][0]["Plan"]
     assert _rows_read(plan, "occurrences") <= 2 * 81, plan
     assert "Sort" not in str(plan), plan
+
+
+@pytest.mark.parametrize("generic", [False, True])
+def test_advancing_jobs_finds_each_by_its_key_not_by_hashing_them_all(
+        postgres_url: str, generic: bool) -> None:
+    """The planner advances 500 jobs at a time: joined on id, the plan read and hashed every
+    job for every batch (O(jobs), 7 of 17 ms a batch with 20,000)."""
+    names: list[str] = []
+
+    def placeholder(match: re.Match[str]) -> str:
+        names.append(match[1])
+        return f"${len(names)}"
+
+    text = re.sub(r"%\((\w+)\)[bs]", placeholder, Q["job_advance"])
+    values = {"ids": "ARRAY['a','b']", "expected": "ARRAY[NULL,NULL]::timestamptz[]",
+              "next": "ARRAY[NULL,NULL]::timestamptz[]"}
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        if generic:
+            conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute(f"PREPARE probe AS {text}")  # type: ignore[arg-type]
+        plan = "\n".join(r[0] for r in conn.execute(  # type: ignore[call-overload]
+            f"EXPLAIN EXECUTE probe({', '.join(values[n] for n in names)})").fetchall())
+    assert "Seq Scan on jobs" not in plan, plan
+    assert "Index Scan using jobs_pkey on jobs" in plan, plan
+    assert "Hash" not in plan, plan

@@ -68,18 +68,23 @@ LIMIT %(limit)s
 -- name: job_advance
 -- Compare-and-set on next_run_at, so two planners racing on one job never move it backwards.
 -- Rows another transaction holds are skipped (no waits, no deadlocks between planners); the
--- next tick sees them again. Rows are joined by id only: IS NOT DISTINCT FROM cannot be a
--- join key, so a batch whose jobs share one next_run_at (a burst) is never merge-joined on
--- it, which is quadratic in the batch.
-WITH locked AS (
-    SELECT j.id, v.next_run_at
+-- next tick sees them again. Each job is found by its primary key alone and locked in a
+-- lateral subquery (never flattened into a join; its conditions stay outside it, or the plan
+-- made for an empty table walks the partial index of live names instead). Joined on id
+-- instead, the plan hashed every job, read in full, for every batch of 500: O(jobs) a batch,
+-- 7 of 17 ms with 20,000 jobs, and more with every job added.
+WITH locked AS MATERIALIZED (
+    SELECT v.id, v.next_run_at
     FROM unnest(%(ids)b::text[], %(expected)b::timestamptz[], %(next)b::timestamptz[])
          AS v(id, expected, next_run_at)
-    JOIN jobs j ON j.id = v.id
+    CROSS JOIN LATERAL (
+        SELECT j.next_run_at, j.deleted_at, j.paused FROM jobs j
+        WHERE j.id = v.id
+        OFFSET 0
+        FOR NO KEY UPDATE SKIP LOCKED
+    ) j
     WHERE j.next_run_at IS NOT DISTINCT FROM v.expected AND j.deleted_at IS NULL
       AND NOT j.paused
-    ORDER BY j.id
-    FOR NO KEY UPDATE OF j SKIP LOCKED
 )
 UPDATE jobs j SET next_run_at = locked.next_run_at
 FROM locked
