@@ -12,6 +12,7 @@ from tickwork.drivers.claiming import (
     Candidate,
     ClaimPlan,
     candidates_for,
+    fresh_query,
     fresh_share,
     is_past_catchup,
     plan_claims,
@@ -276,3 +277,12 @@ def test_a_fresh_share_is_half_a_claim_and_none_of_a_claim_of_one() -> None:
     """One at a time, the oldest first: a steady stream must not keep a backlog waiting."""
     assert [fresh_share(n) for n in (1, 2, 3, 64)] == [0, 1, 1, 32]
     assert fresh_share(10 * MAX_BATCH) == MAX_BATCH // 2
+
+
+def test_the_fresh_query_is_refused_unless_the_oldest_order_is_there_once() -> None:
+    order = "ORDER BY o.priority DESC, o.due_at\n"
+    fresh = "ORDER BY o.due_at DESC\n"
+    assert fresh_query(f"SELECT 1\n{order}LIMIT 2", order, fresh) == f"SELECT 1\n{fresh}LIMIT 2"
+    for text in ("SELECT 1\nORDER BY o.due_at\n", f"SELECT 1\n{order}UNION\n{order}"):
+        with pytest.raises(ValueError, match="exactly once"):
+            fresh_query(text, order, fresh)

@@ -89,6 +89,16 @@ def fresh_share(limit: int) -> int:
     return min(limit, MAX_BATCH) // 2
 
 
+def fresh_query(candidates: str, oldest_order: str, fresh_order: str) -> str:
+    """The fresh-share read: a driver's candidates query with its ORDER BY (``oldest_order``,
+    written exactly once in it) replaced by ``fresh_order``. Raises at import if the text no
+    longer holds it once, so an edit of the query cannot turn the share into a second read of
+    the oldest."""
+    if candidates.count(oldest_order) != 1:
+        raise ValueError(f"the candidates query must hold {oldest_order!r} exactly once")
+    return candidates.replace(oldest_order, fresh_order)
+
+
 def is_past_catchup(c: Candidate, now: datetime) -> bool:
     """A scheduled occurrence that never started and is older than its job's catch-up window.
     One a limit held back before then is not: it waits for its turn, however long."""

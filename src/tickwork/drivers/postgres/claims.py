@@ -26,6 +26,7 @@ from tickwork.drivers.claiming import (
     Key,
     KeyRow,
     candidates_for,
+    fresh_query,
     fresh_share,
     held_by_limits,
     left_waiting,
@@ -62,7 +63,7 @@ _MARKS = (
 _CANCEL_PREVIOUS_WHY = "cancelled: a newer run started (overlap cancel_previous)"
 ORDER_OLDEST = "ORDER BY o.priority DESC, o.due_at\n"
 FRESH_ORDER = "AND o.priority = %(top)s AND o.due_at > %(after)s\nORDER BY o.due_at DESC\n"
-_FRESH_CANDIDATES = Q["occurrence_candidates"].replace(ORDER_OLDEST, FRESH_ORDER)
+_FRESH_CANDIDATES = fresh_query(Q["occurrence_candidates"], ORDER_OLDEST, FRESH_ORDER)
 
 
 class ClaimMethods:

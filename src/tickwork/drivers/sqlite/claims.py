@@ -21,6 +21,7 @@ from tickwork.drivers.claiming import (
     Key,
     KeyRow,
     candidates_for,
+    fresh_query,
     fresh_share,
     held_by_limits,
     left_waiting,
@@ -40,7 +41,7 @@ from tickwork.models import AttemptOutcome, Claim, Job, OccurrenceState, Overlap
 Q = load_queries("tickwork.drivers.sqlite")
 ORDER_OLDEST = "ORDER BY o.priority DESC, o.due_at\n"
 FRESH_ORDER = "AND o.priority = :top AND o.due_at > :after\nORDER BY o.due_at DESC\n"
-_FRESH_CANDIDATES = Q["occurrence_candidates"].replace(ORDER_OLDEST, FRESH_ORDER)
+_FRESH_CANDIDATES = fresh_query(Q["occurrence_candidates"], ORDER_OLDEST, FRESH_ORDER)
 
 _MARKS = (
     ("missed", OccurrenceState.MISSED, "past its catch-up window"),
