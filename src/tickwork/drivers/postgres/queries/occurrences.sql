@@ -55,6 +55,8 @@ SELECT idx, state, queue FROM done
 
 -- name: occurrence_heartbeat
 -- now + max(extend_seconds, the job's timeout): a lease is never shorter than the timeout.
+-- The state is a sub-select, as in occurrence_complete: each run found by its key, not among
+-- every running row (and the dead entries) of occurrences_running.
 UPDATE occurrences o
 SET lease_until = GREATEST(o.lease_until, %(now)s + make_interval(secs => GREATEST(
         %(extend)s, COALESCE((SELECT j.timeout_seconds FROM jobs j WHERE j.id = o.job_id), 0)))),
@@ -62,11 +64,12 @@ SET lease_until = GREATEST(o.lease_until, %(now)s + make_interval(secs => GREATE
 FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[], %(attempts)b::integer[])
      AS v(job_id, scheduled_at, attempt)
 WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.attempt = v.attempt
-  AND o.state = 'running' AND o.worker = %(worker)s
+  AND o.state = (SELECT 'running'::text) AND o.worker = %(worker)s
 RETURNING o.job_id, o.scheduled_at, o.attempt
 
 -- name: occurrence_release
--- Back to waiting, due now, attempt counter and attempt row undone (G10).
+-- Back to waiting, due now, attempt counter and attempt row undone (G10). The state is a
+-- sub-select, as in occurrence_complete.
 WITH released AS (
     UPDATE occurrences o
     SET state = CASE WHEN o.attempt > 1 THEN 'retrying' ELSE 'scheduled' END,
@@ -75,7 +78,7 @@ WITH released AS (
     FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[], %(attempts)b::integer[])
          AS v(job_id, scheduled_at, attempt)
     WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.attempt = v.attempt
-      AND o.state = 'running' AND o.worker = %(worker)s
+      AND o.state = (SELECT 'running'::text) AND o.worker = %(worker)s
     RETURNING o.job_id, o.scheduled_at, o.attempt + 1 AS number, o.queue
 ), undone AS (
     DELETE FROM attempts a USING released r
