@@ -7,13 +7,15 @@ several per job, and their constructors were a tenth of a worker's time and more
 own descriptor, bound once per class: the same parameters, defaults and default factories, the
 instance just as frozen afterwards (assigning a field still raises ``FrozenInstanceError``).
 
-Only for classes without ``__post_init__`` or ``InitVar``; anything else is refused when the
-class is defined, not when it is used.
+Only for classes whose ``__init__`` takes exactly their fields (no ``InitVar``, no field left
+out of it) and that have no ``__post_init__``; anything else is refused when the class is
+defined, not when it is used.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -30,8 +32,9 @@ def fast_init(cls: type[T]) -> type[T]:
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"fast_init: {cls.__name__} has a __post_init__")
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-    if any(not f.init for f in fields):
-        raise TypeError(f"fast_init: {cls.__name__} has a field outside __init__")
+    names = list(inspect.signature(cls.__init__).parameters)[1:]
+    if names != [f.name for f in fields]:  # a field outside __init__, or an InitVar
+        raise TypeError(f"fast_init: {cls.__name__}'s __init__ takes other than its fields")
     scope: dict[str, Any] = {"_NO_VALUE": _NO_VALUE}
     positional: list[str] = []
     keyword: list[str] = []

@@ -24,9 +24,10 @@ log = logging.getLogger("tickwork.promoter")
 
 # Entries a queue's streams may hold that no worker got yet: a burst waits in the due set
 # beyond it, so work due later is delivered behind at most this many (about 50 ms of a
-# two-core deployment's drain), and it is several claims' worth for many workers. 1,000 kept
-# the p99 of W1's steady stream at 0.23-0.31 s, 500 at 0.13-0.19 s, and the burst's drain
-# the same (docs/benchmarks.md).
+# two-core deployment's drain). 1,000 kept the p99 of W1's steady stream at 0.23-0.31 s, 500
+# at 0.13-0.19 s, and the burst's drain the same, with workers of 64 slots; with the default
+# of 256 it is less than two workers' claims, and whether it should follow the workers'
+# concurrency is still open (docs/benchmarks.md, known gaps).
 DEFAULT_BACKLOG = 500
 
 
