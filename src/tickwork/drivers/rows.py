@@ -113,6 +113,35 @@ class RowReader:
             overlap=Overlap(row["overlap"]) if row["overlap"] else None,
         )
 
+    def claimed(self, row: RowLike, *, now: datetime, lease_until: datetime,
+                worker: str) -> Occurrence:
+        """The occurrence of a waiting ``row`` as a claim leaves it: running, its next attempt,
+        leased to ``worker``. The claim returns only the keys it changed (the row was locked
+        from the read to the claim, so nothing else moved it), not the whole row again."""
+        scheduled_at = self.instant(row["scheduled_at"])
+        trigger = TRIGGERS[row["trigger"]]
+        finished_at = row["finished_at"]
+        return Occurrence(
+            job_id=row["job_id"],
+            scheduled_at=scheduled_at,
+            due_at=self.instant(row["due_at"]),
+            queue=row["queue"],
+            priority=row["priority"],
+            state=OccurrenceState.RUNNING,
+            attempt=row["attempt"] + 1,
+            max_attempts=row["max_attempts"],
+            trigger=trigger,
+            idempotency_key=idempotency_key(row["job_id"], scheduled_at, trigger),
+            created_at=self.instant(row["created_at"]),
+            updated_at=now,
+            lease_until=lease_until,
+            worker=worker,
+            finished_at=None if finished_at is None else self.instant(finished_at),
+            last_error=row["last_error"],
+            upstream=upstream_from_json(row["upstream"]) if trigger is Trigger.CHAIN else None,
+            overlap=Overlap(row["overlap"]) if row["overlap"] else None,
+        )
+
     def attempt(self, row: RowLike) -> Attempt:
         return Attempt(
             job_id=row["job_id"],

@@ -48,7 +48,7 @@ from tickwork.drivers.postgres.rows import (
     Row,
     instant,
     instant_or_none,
-    occurrence_from_row,
+    occurrence_claimed,
 )
 from tickwork.drivers.rows import STATES, TRIGGERS, SpecCache
 from tickwork.models import Claim, Job, JobSpec, OccurrenceState, Overlap
@@ -89,7 +89,7 @@ class ClaimMethods:
             running, retrying = await self._unfinished_of(conn, {c.job_id for c in candidates})
             plan = plan_claims(candidates, running, p.now, p.limit, retrying, budget=budget)
             await self._apply_marks(conn, plan, p.now)
-            claims = await self._apply_claims(conn, plan, rows, p)
+            claims = await self._apply_claims(conn, plan, _rows_of(candidates, rows), p)
             await self._apply_limits(conn, plan, limits, budget, p.now)
         return b.ClaimResult(claims=claims, missed=len(plan.missed), skipped=len(plan.skipped),
                              cancelled=plan.cancel_running, held=len(plan.held),
@@ -167,8 +167,9 @@ class ClaimMethods:
                 "job_ids": [r.job_id for r in refs], "scheduled": [r.scheduled_at for r in refs],
                 "attempts": [r.attempt for r in refs]})
 
-    async def _apply_claims(self, conn: Conn, plan: ClaimPlan, rows: list[Row],
+    async def _apply_claims(self, conn: Conn, plan: ClaimPlan, rows_of: dict[int, Row],
                             p: b.OccurrenceClaimParams) -> list[Claim]:
+        """Claims the plan's candidates; ``rows_of`` maps each candidate (its id) to its row."""
         if not plan.claim:
             return []
         leases = [p.now + timedelta(seconds=max(p.lease_seconds, c.spec.timeout_seconds)
@@ -178,20 +179,29 @@ class ClaimMethods:
             "job_ids": [c.job_id for c in plan.claim],
             "scheduled": [c.scheduled_at for c in plan.claim],
             "leases": leases})
-        by_key = {(r["job_id"], instant(r["scheduled_at"])): r for r in rows}
-        specs = {(c.job_id, c.scheduled_at): c.spec for c in plan.claim}
-        order = {(c.job_id, c.scheduled_at): i for i, c in enumerate(plan.claim)}
-        claims: list[tuple[int, Claim]] = []
-        for r in claimed:
-            key = (r["job_id"], instant(r["scheduled_at"]))
-            source: dict[str, Any] = by_key[key]
-            job = Job(id=key[0], spec=specs[key], next_run_at=instant_or_none(
+        # Every planned row is locked by this transaction, so each is claimed; checked anyway.
+        done = None if len(claimed) == len(plan.claim) else {
+            (r["job_id"], instant(r["scheduled_at"])) for r in claimed}
+        claims: list[Claim] = []
+        for c, lease_until in zip(plan.claim, leases, strict=True):
+            if done is not None and (c.job_id, c.scheduled_at) not in done:
+                continue
+            source = rows_of[id(c)]
+            job = Job(id=c.job_id, spec=c.spec, next_run_at=instant_or_none(
                 source["job_next_run_at"]), created_at=instant(source["job_created_at"]),
                 updated_at=instant(source["job_updated_at"]), shard=source["job_shard"],
                 namespace=source["job_namespace"])
-            claims.append((order[key], Claim(occurrence=occurrence_from_row(r), job=job,
-                                             limited_at=instant_or_none(r["limited_at"]))))
-        return [c for _, c in sorted(claims, key=lambda item: item[0])]
+            claims.append(Claim(
+                occurrence=occurrence_claimed(source, now=p.now, lease_until=lease_until,
+                                              worker=p.worker),
+                job=job, limited_at=instant_or_none(source["limited_at"])))
+        return claims
+
+
+def _rows_of(candidates: list[Candidate], rows: list[Row]) -> dict[int, Row]:
+    """Each candidate's row, by the candidate's identity (hashing the keys' instants costs
+    more, and the plan hands back these very objects)."""
+    return {id(c): r for c, r in zip(candidates, rows, strict=True)}
 
 
 def _key_args(keys: list[Key]) -> dict[str, Any]:
@@ -211,15 +221,15 @@ class KeyClaimMethods(ClaimMethods):
             rows = {k: _key_row(r, p.now) for k, r in raw.items()}
             busy = await self._busy_elsewhere(conn, [k for k in keys if k not in raw])
             sorted_keys = triage([k for k in keys if k not in busy], rows)
-            candidates = [self._candidate(raw[k]) for k in sorted_keys.claimable]
-            limits, budget = await self._limits(
-                conn, candidates, [raw[k] for k in sorted_keys.claimable], p.now)
+            claimable = [raw[k] for k in sorted_keys.claimable]
+            candidates = [self._candidate(r) for r in claimable]
+            limits, budget = await self._limits(conn, candidates, claimable, p.now)
             running, retrying = await self._unfinished_of(conn,
                                                           {c.job_id for c in candidates})
             plan = plan_claims(candidates, running, p.now, len(candidates), retrying,
                                budget=budget)
             await self._apply_marks(conn, plan, p.now)
-            claims = await self._apply_claims(conn, plan, list(raw.values()),
+            claims = await self._apply_claims(conn, plan, _rows_of(candidates, claimable),
                                               b.OccurrenceClaimParams(
                 queue="", worker=p.worker, limit=len(candidates), now=p.now,
                 lease_seconds=p.lease_seconds, lease_margin_seconds=p.lease_margin_seconds))

@@ -29,4 +29,5 @@ def instant_or_none(value: datetime | None) -> datetime | None:
 _read = RowReader(instant)
 job_from_row = _read.job
 occurrence_from_row = _read.occurrence
+occurrence_claimed = _read.claimed
 attempt_from_row = _read.attempt

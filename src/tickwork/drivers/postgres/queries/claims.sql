@@ -9,7 +9,8 @@
 -- the hour is used up: it cannot start, and would keep the runs of other namespaces behind it
 -- from being looked at. One not looked at yet still comes, so the claim notes it as held and
 -- the catch-up window spares it (drivers/limits.py).
--- Only the columns a claim decides on (the claim itself returns the whole occurrence).
+-- The occurrence's own columns, so the claimed occurrence is built from this row (the claim
+-- returns only the keys it changed: the row is locked, nothing else moves it in between).
 -- When a backlog fills the batch, the claim asks again for its fresh share: the same query with
 -- FRESH_ORDER in place of ORDER_OLDEST (postgres/claims.py), the newest due first, of the top
 -- priority and due after every row of the first answer (so never one of them).
@@ -23,6 +24,7 @@
 -- queue_limited, keys_limited and runs_limited (each computed once, not per row): whether the
 -- claim must read limits (postgres/limits.py); when none is set it costs nothing more.
 SELECT o.job_id, o.scheduled_at, o.state, o.attempt, o.trigger, o.priority, o.due_at,
+       o.max_attempts, o.created_at, o.finished_at, o.last_error, o.upstream,
        j.spec AS job_spec,
        j.version AS job_version, j.next_run_at AS job_next_run_at,
        j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard,
@@ -94,6 +96,7 @@ WHERE a.job_id = c.job_id AND a.scheduled_at = c.scheduled_at AND a.number = c.a
 
 -- name: occurrence_claim
 -- Running, attempt + 1, a lease, and the attempt row, for the whole batch in one statement.
+-- Only the keys come back: the caller holds the rows it locked and knows what changed.
 -- The rows are found key by key through the primary key (a lateral subquery is never flattened
 -- into a join) and updated by their ctid: this transaction holds their row locks, so no other
 -- can move them in between. Joined on the key instead, the prepared statement's generic plan,
@@ -116,9 +119,9 @@ WITH v AS (
         worker = %(worker)s, updated_at = %(now)s
     FROM found
     WHERE o.ctid = found.tid AND o.state IN ('scheduled', 'queued', 'retrying')
-    RETURNING o.*
+    RETURNING o.job_id, o.scheduled_at, o.attempt, o.due_at
 ), recorded AS (
     INSERT INTO attempts (job_id, scheduled_at, number, worker, queued_at, claimed_at)
-    SELECT job_id, scheduled_at, attempt, worker, due_at, %(now)s FROM claimed
+    SELECT job_id, scheduled_at, attempt, %(worker)s, due_at, %(now)s FROM claimed
 )
-SELECT * FROM claimed
+SELECT job_id, scheduled_at FROM claimed
