@@ -250,6 +250,9 @@ class OccurrenceConformance:
             assert (await claim(store, retry_at - seconds(1))).claims == []
             again = await claim_one(store, retry_at, worker="w2")
             assert (again.occurrence.attempt, again.occurrence.scheduled_at) == (2, NOW)
+            # The claim's occurrence is the stored one, the last error of attempt 1 included.
+            assert await store.occurrence_get(occ.job_id, NOW) == again.occurrence
+            assert again.occurrence.last_error == "boom"
             (a1, a2) = await store.attempt_list(occ.job_id, NOW)
             assert (a1.outcome, a1.error, a2.queued_at) == (
                 AttemptOutcome.FAILED, "boom", retry_at)
