@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tickwork.bench import deploy
+from tickwork.bench import deploy, instructions
 from tickwork.testing import postgres as pg
 from tickwork.testing.faults import redisserver
 from tickwork.testing.faults.redisserver import PrivateRedis
@@ -237,3 +241,29 @@ def postgres_admin() -> str:
     except Exception as exc:
         pg._unreachable(str(exc))
     return pg.admin_url()
+
+
+def test_the_instruction_count_harness_counts_a_whole_drain() -> None:
+    """``python -m tickwork.bench.instructions``: it exits 0 only once every job ran under
+    callgrind, and prints the count and the count per execution."""
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        pytest.skip("valgrind is not installed")
+    pg.require_server()
+    jobs = 64
+    done = subprocess.run(
+        [sys.executable, "-m", "tickwork.bench.instructions", "--database", pg.admin_url(),
+         "--jobs", str(jobs), "--timeout", "90"],
+        capture_output=True, text=True, timeout=115, check=False)
+    assert done.returncode == 0, done.stderr + done.stdout
+    found = re.search(rf"([\d,]+) instructions for {jobs} executions: ([\d,]+) per execution",
+                      done.stdout)
+    assert found is not None, done.stdout
+    total, per = (int(n.replace(",", "")) for n in found.groups())
+    assert per == round(total / jobs)
+    assert per > 10_000  # claiming, running and recording a job is never free
+
+
+def test_the_instruction_count_is_read_from_callgrinds_last_report() -> None:
+    log = "==1== Events    : Ir\n==1== Collected : 1,234\n==2== Collected : 5,678,901\n"
+    assert instructions.collected(log) == 5_678_901
+    assert instructions.collected("==1== no count here\n") is None
