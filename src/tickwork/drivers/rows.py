@@ -90,53 +90,40 @@ class RowReader:
         )
 
     def occurrence(self, row: RowLike) -> Occurrence:
-        scheduled_at = self.instant(row["scheduled_at"])
-        trigger = TRIGGERS[row["trigger"]]
-        return Occurrence(
-            job_id=row["job_id"],
-            scheduled_at=scheduled_at,
-            due_at=self.instant(row["due_at"]),
-            queue=row["queue"],
-            priority=row["priority"],
-            state=STATES[row["state"]],
-            attempt=row["attempt"],
-            max_attempts=row["max_attempts"],
-            trigger=trigger,
-            idempotency_key=idempotency_key(row["job_id"], scheduled_at, trigger),
-            created_at=self.instant(row["created_at"]),
-            updated_at=self.instant(row["updated_at"]),
-            lease_until=self.maybe(row["lease_until"]),
-            worker=row["worker"],
-            finished_at=self.maybe(row["finished_at"]),
-            last_error=row["last_error"],
-            upstream=upstream_from_json(row["upstream"]) if trigger is Trigger.CHAIN else None,
-            overlap=Overlap(row["overlap"]) if row["overlap"] else None,
-        )
+        return self._occurrence(
+            row, state=STATES[row["state"]], attempt=row["attempt"],
+            updated_at=self.instant(row["updated_at"]), lease_until=self.maybe(row["lease_until"]),
+            worker=row["worker"])
 
     def claimed(self, row: RowLike, *, now: datetime, lease_until: datetime,
                 worker: str) -> Occurrence:
         """The occurrence of a waiting ``row`` as a claim leaves it: running, its next attempt,
         leased to ``worker``. The claim returns only the keys it changed (the row was locked
         from the read to the claim, so nothing else moved it), not the whole row again."""
+        return self._occurrence(row, state=OccurrenceState.RUNNING, attempt=row["attempt"] + 1,
+                                updated_at=now, lease_until=lease_until, worker=worker)
+
+    def _occurrence(self, row: RowLike, *, state: OccurrenceState, attempt: int,
+                    updated_at: datetime, lease_until: datetime | None,
+                    worker: str | None) -> Occurrence:
         scheduled_at = self.instant(row["scheduled_at"])
         trigger = TRIGGERS[row["trigger"]]
-        finished_at = row["finished_at"]
         return Occurrence(
             job_id=row["job_id"],
             scheduled_at=scheduled_at,
             due_at=self.instant(row["due_at"]),
             queue=row["queue"],
             priority=row["priority"],
-            state=OccurrenceState.RUNNING,
-            attempt=row["attempt"] + 1,
+            state=state,
+            attempt=attempt,
             max_attempts=row["max_attempts"],
             trigger=trigger,
             idempotency_key=idempotency_key(row["job_id"], scheduled_at, trigger),
             created_at=self.instant(row["created_at"]),
-            updated_at=now,
+            updated_at=updated_at,
             lease_until=lease_until,
             worker=worker,
-            finished_at=None if finished_at is None else self.instant(finished_at),
+            finished_at=self.maybe(row["finished_at"]),
             last_error=row["last_error"],
             upstream=upstream_from_json(row["upstream"]) if trigger is Trigger.CHAIN else None,
             overlap=Overlap(row["overlap"]) if row["overlap"] else None,
