@@ -17,6 +17,7 @@ from tickwork.config import Settings
 from tickwork.errors import Conflict, JobNotFound, ValidationError
 from tickwork.models import OccurrenceState, Trigger
 from tickwork.runtime.embedded import EmbeddedService
+from tickwork.testing.factories import add_occurrences
 from tickwork.testing.harness import START
 
 JOB = {"name": "ping", "schedule": {"every": "1m"}, "kind": "http",
@@ -70,6 +71,21 @@ async def test_update_keeps_the_next_run_unless_the_schedule_changes(tmp_path: P
         assert same.next_run_at == START
         moved = await client.update_job("ping", {"schedule": {"cron": "0 * * * *"}})
         assert moved.next_run_at == START + timedelta(hours=1)
+
+
+async def test_a_new_schedule_drops_the_runs_the_old_one_planned(tmp_path: Path) -> None:
+    """Planned within the planner's horizon, a fire time of the old schedule would still run
+    after the schedule changed; an update that keeps the schedule leaves the plan alone."""
+    clock = FakeClock(START)
+    async with await AsyncClient.open(f"sqlite:///{tmp_path}/c.db", clock=clock) as client:
+        job = await client.create_job(JOB)
+        await add_occurrences(client.store, job, START + timedelta(minutes=1))
+        clock.advance(10)
+        await client.update_job("ping", {"tags": ["x"]})
+        assert [r.scheduled_at for r in await client.list_runs(job="ping")] == [
+            START + timedelta(minutes=1)]
+        await client.update_job("ping", {"schedule": {"cron": "0 * * * *"}})
+        assert await client.list_runs(job="ping") == []
 
 
 async def test_resume_skips_fire_times_that_fell_while_paused(tmp_path: Path) -> None:

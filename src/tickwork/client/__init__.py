@@ -320,6 +320,7 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
             next_run = await self._first_run(spec, now, current.id)
         updated = await self.store.job_update(
             JobUpdateParams(id=current.id, spec=spec, next_run_at=next_run, now=now,
+                            replan=spec.schedule != current.spec.schedule,
                             actor=self._who(actor), diff=spec_diff(current.spec, spec),
                             version=versioned(current.spec.name, version,
                                              current.namespace)))

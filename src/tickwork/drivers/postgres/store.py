@@ -224,6 +224,8 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
                     s.name, s.queue, s.priority, s.kind, s.overlap.value, s.timeout_seconds,
                     spec_to_json(s), list(s.tags), s.paused, p.next_run_at, p.now, p.actor, p.id))
                 if row is not None:
+                    if p.replan:
+                        await conn.execute(Q["occurrence_unplan"], {"id": p.id, "now": p.now})
                     await audit(conn, p.now, p.actor, AuditAction.UPDATE, p.id, name=s.name,
                                 details=p.diff)
         except StoreError as exc:

@@ -200,6 +200,8 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
                                          ) from exc
                 if cur.rowcount == 0:
                     raise JobNotFound(p.id)
+                if p.replan:
+                    conn.execute(Q["occurrence_unplan"], {"id": p.id, "now": to_us(p.now)})
                 audit(conn, p.now, p.actor, AuditAction.UPDATE, p.id, name=s.name,
                       details=p.diff)
             return self._job_row(conn, p.id)

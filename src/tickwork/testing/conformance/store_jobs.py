@@ -30,6 +30,7 @@ from tickwork.models import (
     Overlap,
     RetryPolicy,
     ScheduleSpec,
+    Trigger,
 )
 from tickwork.testing.factories import (
     NOW,
@@ -277,6 +278,30 @@ class JobConformance:
                 with pytest.raises(JobNotFound):
                     await store.job_update(JobUpdateParams(
                         id=ref, spec=job_spec("gone"), next_run_at=None, now=NOW))
+
+        @pytest.mark.parametrize("replan", [True, False])
+        async def test_a_new_schedule_removes_the_runs_planned_from_the_old_one(
+                self, store: Store, replan: bool) -> None:
+            """Only the old schedule's runs not due yet: not one already due, started, or
+            triggered otherwise; and none without ``replan`` (the schedule unchanged)."""
+            job = await add_job(store, "moved", next_run_at=NOW + seconds(120),
+                                overlap=Overlap.ALLOW_ALL)
+            await add_occurrences(store, job, NOW - seconds(5), NOW + seconds(1),
+                                  NOW + seconds(30), NOW + seconds(60))
+            await add_occurrences(store, job, NOW + seconds(45), trigger=Trigger.MANUAL)
+            (started,) = (await claim(store, NOW + seconds(1), limit=1)).claims
+            assert started.occurrence.scheduled_at == NOW - seconds(5)
+            await store.job_update(JobUpdateParams(  # NOW + 1 is due: it stays, unstarted
+                id=job.id, spec=job_spec("moved", overlap=Overlap.ALLOW_ALL,
+                                         schedule=ScheduleSpec(type="every", every_seconds=90.0)),
+                next_run_at=NOW + seconds(90), now=NOW + seconds(2), replan=replan))
+            left = {(o.scheduled_at, o.trigger) for o in await store.occurrence_list(
+                OccurrenceListParams(job_id=job.id))}
+            kept = {(NOW - seconds(5), Trigger.SCHEDULE), (NOW + seconds(1), Trigger.SCHEDULE),
+                    (NOW + seconds(45), Trigger.MANUAL)}
+            planned = {(NOW + seconds(30), Trigger.SCHEDULE),
+                       (NOW + seconds(60), Trigger.SCHEDULE)}
+            assert left == (kept if replan else kept | planned)
 
     class TestJobSetPaused:
         async def test_job_set_paused_pauses_and_resumes(self, store: Store) -> None:

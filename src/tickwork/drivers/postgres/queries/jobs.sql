@@ -41,6 +41,13 @@ SET name = %s, queue = %s, priority = %s, kind = %s, overlap = %s, timeout_secon
 WHERE id = %s AND deleted_at IS NULL
 RETURNING *
 
+-- name: occurrence_unplan
+-- A job's schedule changed: the runs planned from the old one and not due yet go (never
+-- claimed, so they have no attempt; the primary key finds them).
+DELETE FROM occurrences
+WHERE job_id = %(id)s AND scheduled_at > %(now)s AND trigger = 'schedule' AND attempt = 0
+  AND state IN ('scheduled', 'queued')
+
 -- name: job_for_update
 SELECT * FROM jobs WHERE id = %s AND deleted_at IS NULL FOR NO KEY UPDATE
 

@@ -21,6 +21,13 @@ SET name = ?, queue = ?, priority = ?, kind = ?, overlap = ?, spec = ?, tags = ?
     next_run_at = ?, version = version + 1, updated_at = ?, updated_by = ?
 WHERE id = ? AND deleted_at IS NULL
 
+-- name: occurrence_unplan
+-- A job's schedule changed: the runs planned from the old one and not due yet go (never
+-- claimed, so they have no attempt).
+DELETE FROM occurrences
+WHERE job_id = :id AND scheduled_at > :now AND trigger = 'schedule' AND attempt = 0
+  AND state IN ('scheduled', 'queued')
+
 -- name: job_set_paused
 UPDATE jobs
 SET paused = ?, spec = ?, next_run_at = ?, version = version + 1, updated_at = ?, updated_by = ?
