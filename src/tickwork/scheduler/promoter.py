@@ -25,9 +25,10 @@ log = logging.getLogger("tickwork.promoter")
 # Entries a queue's streams may hold that no worker got yet: a burst waits in the due set
 # beyond it, so work due later is delivered behind at most this many (about 50 ms of a
 # two-core deployment's drain). 1,000 kept the p99 of W1's steady stream at 0.23-0.31 s, 500
-# at 0.13-0.19 s, and the burst's drain the same, with workers of 64 slots; with the default
-# of 256 it is less than two workers' claims, and whether it should follow the workers'
-# concurrency is still open (docs/benchmarks.md, known gaps).
+# at 0.13-0.19 s, and the burst's drain the same, with workers of 64 slots. With the default
+# of 256 it is less than two workers' claims: 2,000 drained a burst 5-8 % faster through
+# Redis but doubled that p99 (0.34-0.37 s against 0.14-0.20 s), so it stays 500
+# (docs/benchmarks.md, fifth session).
 DEFAULT_BACKLOG = 500
 
 
