@@ -215,6 +215,9 @@ class Completion:
     # The jobs this end of the run triggers (drivers/chaining.py), inserted by the driver in
     # the completion's transaction when the completion applies.
     chain: ChainFire | None = None
+    # When the attempt was due: the claimed occurrence's due_at, for the attempt's row where a
+    # store writes it at the end (PostgreSQL); None: the row's own due_at.
+    queued_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

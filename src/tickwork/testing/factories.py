@@ -177,7 +177,8 @@ def completion(
         job_id=r.job_id, scheduled_at=r.scheduled_at,
         attempt=r.attempt if attempt is None else attempt, state=state, outcome=outcome,
         started_at=started_at, finished_at=started_at + seconds(1) if finished_at is None
-        else finished_at, output=output, error=error, due_at=due_at)
+        else finished_at, output=output, error=error, due_at=due_at,
+        queued_at=c.occurrence.due_at if isinstance(c, Claim) else None)
 
 
 async def complete(store: Store, now: datetime, *completions: Completion) -> list[bool]:

@@ -31,7 +31,7 @@ def decide(
         return Completion(
             job_id=occ.job_id, scheduled_at=occ.scheduled_at, attempt=occ.attempt, state=state,
             outcome=outcome, started_at=started_at, finished_at=finished_at, output=output,
-            error=error, due_at=due_at,
+            error=error, due_at=due_at, queued_at=occ.due_at,
         )
 
     if isinstance(result, Success):

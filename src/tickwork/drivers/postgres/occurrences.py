@@ -267,7 +267,8 @@ class OccurrenceMethods:
 
     async def attempt_list(self, job_id: str, scheduled_at: datetime) -> list[Attempt]:
         async with self.pool.transaction() as conn:
-            rows = await fetch_all(conn, Q["attempt_list"], (job_id, scheduled_at))
+            rows = await fetch_all(conn, Q["attempt_list"], {"job_id": job_id,
+                                                             "scheduled_at": scheduled_at})
         return [attempt_from_row(r) for r in rows]
 
 
@@ -312,4 +313,5 @@ def _completion_args(items: list[tuple[int, b.Completion]], now: datetime) -> di
         "ended": [c.finished_at for c in cs],
         "outputs": [c.output for c in cs],
         "errors": [c.error for c in cs],
+        "queued": [c.queued_at for c in cs],
     }

@@ -55,11 +55,9 @@ SELECT
   (SELECT min(due_at) FROM occurrences
    WHERE job_id = %(job_id)s AND state IN ('scheduled', 'queued') AND attempt = 0
      AND due_at <= %(late_before)s) AS late_since,
-  (SELECT min(a.claimed_at) FROM occurrences o
-   JOIN attempts a ON a.job_id = o.job_id AND a.scheduled_at = o.scheduled_at
-       AND a.number = o.attempt
+  (SELECT min(o.claimed_at) FROM occurrences o
    WHERE o.job_id = %(job_id)s AND o.state = 'running'
-     AND a.claimed_at <= %(running_before)s) AS running_since,
+     AND o.claimed_at <= %(running_before)s) AS running_since,
   (SELECT coalesce(json_agg(json_build_array(f.scheduled_at, f.state)), '[]'::json)
    FROM (SELECT scheduled_at, state FROM occurrences
          WHERE job_id = %(job_id)s AND state IN ('dead', 'crashed', 'missed')

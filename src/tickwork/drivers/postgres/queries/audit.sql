@@ -20,10 +20,18 @@ SELECT * FROM occurrences WHERE job_id = %(job_id)s AND scheduled_at = %(schedul
 FOR UPDATE
 
 -- name: attempt_close_running
--- Before occurrence_cancel_one: the attempt it stops gets an end.
-UPDATE attempts SET finished_at = %(now)s, outcome = 'failed', error = %(reason)s
-WHERE job_id = %(job_id)s AND scheduled_at = %(scheduled_at)s AND number = %(attempt)s
-  AND finished_at IS NULL
+-- Before occurrence_cancel_one (the row read locked): the attempt it stops gets its row, with
+-- an end.
+INSERT INTO attempts (job_id, scheduled_at, number, worker, queued_at, claimed_at, finished_at,
+                      outcome, error)
+SELECT o.job_id, o.scheduled_at, o.attempt, o.worker, o.due_at,
+       COALESCE(o.claimed_at, %(now)s), %(now)s, 'failed', %(reason)s
+FROM occurrences o
+WHERE o.job_id = %(job_id)s AND o.scheduled_at = %(scheduled_at)s
+  AND o.attempt = %(attempt)s AND o.state = 'running'
+ON CONFLICT (job_id, scheduled_at, number) DO UPDATE
+SET finished_at = excluded.finished_at, outcome = excluded.outcome, error = excluded.error
+WHERE attempts.finished_at IS NULL
 
 -- name: occurrence_cancel_one
 UPDATE occurrences SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s,

@@ -88,14 +88,20 @@ WITH cancelled AS (
          AS v(job_id, scheduled_at, attempt)
     WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.attempt = v.attempt
       AND o.state = 'running'
-    RETURNING o.job_id, o.scheduled_at, o.attempt
+    RETURNING o.job_id, o.scheduled_at, o.attempt, o.worker, o.due_at, o.claimed_at
 )
-UPDATE attempts a SET finished_at = %(now)s, outcome = 'failed', error = %(why)s
-FROM cancelled c
-WHERE a.job_id = c.job_id AND a.scheduled_at = c.scheduled_at AND a.number = c.attempt
+INSERT INTO attempts (job_id, scheduled_at, number, worker, queued_at, claimed_at,
+                      finished_at, outcome, error)
+SELECT job_id, scheduled_at, attempt, worker, due_at, COALESCE(claimed_at, %(now)s), %(now)s,
+       'failed', %(why)s
+FROM cancelled
+ON CONFLICT (job_id, scheduled_at, number) DO UPDATE
+SET finished_at = excluded.finished_at, outcome = excluded.outcome, error = excluded.error
 
 -- name: occurrence_claim
--- Running, attempt + 1, a lease, and the attempt row, for the whole batch in one statement.
+-- Running, attempt + 1, a lease and the claim's time, for the whole batch in one statement.
+-- The attempt's row is written when the attempt ends (occurrence_complete and the statements
+-- that rescue or cancel it); until then attempt_list reads it from the occurrence.
 -- Only the keys come back: the caller holds the rows it locked and knows what changed.
 -- The rows are found key by key through the primary key (a lateral subquery is never flattened
 -- into a join) and updated by their ctid: this transaction holds their row locks, so no other
@@ -116,12 +122,9 @@ WITH v AS (
 ), claimed AS (
     UPDATE occurrences o
     SET state = 'running', attempt = o.attempt + 1, lease_until = found.lease_until,
-        worker = %(worker)s, updated_at = %(now)s
+        worker = %(worker)s, updated_at = %(now)s, claimed_at = %(now)s
     FROM found
     WHERE o.ctid = found.tid AND o.state IN ('scheduled', 'queued', 'retrying')
-    RETURNING o.job_id, o.scheduled_at, o.attempt, o.due_at
-), recorded AS (
-    INSERT INTO attempts (job_id, scheduled_at, number, worker, queued_at, claimed_at)
-    SELECT job_id, scheduled_at, attempt, %(worker)s, due_at, %(now)s FROM claimed
+    RETURNING o.job_id, o.scheduled_at
 )
 SELECT job_id, scheduled_at FROM claimed

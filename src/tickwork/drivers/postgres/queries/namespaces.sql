@@ -18,7 +18,13 @@ SELECT n.name, q.max_jobs, q.max_runs_per_hour, q.max_payload_bytes,
                            WHERE r.namespace = n.name AND r.hour = %(hour)s), 0)
             WHEN %(quotas_only)s THEN 0
             ELSE (SELECT count(*) FROM attempts a JOIN jobs j ON j.id = a.job_id
-                  WHERE j.namespace = n.name AND a.claimed_at >= %(since)s) END AS runs
+                  WHERE j.namespace = n.name AND a.claimed_at >= %(since)s)
+                 + (SELECT count(*) FROM occurrences o JOIN jobs j ON j.id = o.job_id
+                    WHERE j.namespace = n.name AND o.state = 'running'
+                      AND o.claimed_at >= %(since)s AND NOT EXISTS (
+                          SELECT 1 FROM attempts a WHERE a.job_id = o.job_id
+                            AND a.scheduled_at = o.scheduled_at AND a.number = o.attempt))
+            END AS runs
 FROM names n LEFT JOIN namespaces q ON q.name = n.name
 ORDER BY n.name COLLATE "C"
 
@@ -32,10 +38,17 @@ ON CONFLICT (name) DO UPDATE SET max_jobs = excluded.max_jobs,
 
 -- name: namespace_runs_seed
 -- A quota set (or set again) on runs per hour starts from the attempts the namespace's jobs
--- started this hour; never below what claims have counted already.
+-- started this hour (ended ones have their row; running ones are read from their occurrence);
+-- never below what claims have counted already.
 INSERT INTO namespace_runs (namespace, hour, runs)
 SELECT %(name)s::text, %(hour)s::timestamptz, count(*)
-FROM attempts a JOIN jobs j ON j.id = a.job_id
+FROM (SELECT a.job_id, a.claimed_at FROM attempts a
+      UNION ALL
+      SELECT o.job_id, o.claimed_at FROM occurrences o
+      WHERE o.state = 'running' AND NOT EXISTS (
+          SELECT 1 FROM attempts a WHERE a.job_id = o.job_id
+            AND a.scheduled_at = o.scheduled_at AND a.number = o.attempt)) a
+JOIN jobs j ON j.id = a.job_id
 WHERE j.namespace = %(name)s::text AND a.claimed_at >= %(hour)s::timestamptz
   AND a.claimed_at < %(hour)s::timestamptz + interval '1 hour'
 ON CONFLICT (namespace, hour) DO UPDATE

@@ -28,14 +28,19 @@ ORDER BY v.i
 -- rows matches it and each row is found by its key: matched, the plan fetched every running
 -- row through occurrences_running, whose entries completions leave dead and bitmap scans never
 -- kill, a read that grew with every run since the last vacuum (93 us a run at 100,000).
+-- The attempt's row is written here, once, from the fenced row (occurrence_claim): who claimed
+-- it and when, and when it was due (the claimed occurrence's due_at, sent by the worker, since
+-- a retry moves the row's; without it, the row's). ON CONFLICT completes a row a claim wrote
+-- before migration 017.
 WITH v AS (
     SELECT * FROM unnest(
         %(job_ids)b::text[], %(scheduled)b::timestamptz[], %(attempts)b::integer[],
         %(states)b::text[], %(due)b::timestamptz[], %(finished)b::timestamptz[],
         %(last_errors)b::text[], %(outcomes)b::text[], %(started)b::timestamptz[],
-        %(ended)b::timestamptz[], %(outputs)b::text[], %(errors)b::text[], %(idx)b::integer[])
+        %(ended)b::timestamptz[], %(outputs)b::text[], %(errors)b::text[],
+        %(queued)b::timestamptz[], %(idx)b::integer[])
     AS v(job_id, scheduled_at, attempt, state, due_at, finished_at, last_error, outcome,
-         started_at, ended_at, output, error, idx)
+         started_at, ended_at, output, error, queued_at, idx)
 ), done AS (
     UPDATE occurrences o
     SET state = v.state, due_at = COALESCE(v.due_at, o.due_at), lease_until = NULL,
@@ -43,13 +48,16 @@ WITH v AS (
     FROM v
     WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.attempt = v.attempt
       AND o.state = (SELECT 'running'::text)
-    RETURNING v.*, o.queue
+    RETURNING v.*, o.queue, o.worker, o.claimed_at, o.due_at AS row_due_at
 ), recorded AS (
-    UPDATE attempts a
-    SET started_at = d.started_at, finished_at = d.ended_at, outcome = d.outcome,
-        output = d.output, error = d.error
-    FROM done d
-    WHERE a.job_id = d.job_id AND a.scheduled_at = d.scheduled_at AND a.number = d.attempt
+    INSERT INTO attempts (job_id, scheduled_at, number, worker, queued_at, claimed_at,
+                          started_at, finished_at, outcome, output, error)
+    SELECT job_id, scheduled_at, attempt, worker, COALESCE(queued_at, row_due_at),
+           COALESCE(claimed_at, started_at), started_at, ended_at, outcome, output, error
+    FROM done
+    ON CONFLICT (job_id, scheduled_at, number) DO UPDATE
+    SET started_at = excluded.started_at, finished_at = excluded.finished_at,
+        outcome = excluded.outcome, output = excluded.output, error = excluded.error
 )
 SELECT idx, state, queue FROM done
 
@@ -81,6 +89,7 @@ WITH released AS (
       AND o.state = (SELECT 'running'::text) AND o.worker = %(worker)s
     RETURNING o.job_id, o.scheduled_at, o.attempt + 1 AS number, o.queue
 ), undone AS (
+    -- A running attempt has no row (occurrence_claim), unless claimed before migration 017.
     DELETE FROM attempts a USING released r
     WHERE a.job_id = r.job_id AND a.scheduled_at = r.scheduled_at AND a.number = r.number
 )
@@ -98,27 +107,44 @@ LIMIT %(limit)s
 FOR UPDATE OF o SKIP LOCKED
 
 -- name: occurrence_rescue
-WITH rescued AS (
+-- The rows were read locked (occurrence_expired, same transaction): `before` sees them as they
+-- were, for the attempt's row (the rescue moves due_at).
+WITH v AS (
+    SELECT * FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[],
+                         %(attempts)b::integer[], %(states)b::text[],
+                         %(finished)b::timestamptz[], %(errors)b::text[])
+         AS v(job_id, scheduled_at, attempt, state, finished_at, error)
+), before AS (
+    SELECT o.job_id, o.scheduled_at, o.worker, o.due_at, o.claimed_at
+    FROM v JOIN occurrences o ON o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at
+), rescued AS (
     UPDATE occurrences o
     SET state = v.state, due_at = %(now)s, lease_until = NULL, updated_at = %(now)s,
         finished_at = v.finished_at, last_error = v.error
-    FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[], %(attempts)b::integer[],
-                %(states)b::text[], %(finished)b::timestamptz[], %(errors)b::text[])
-         AS v(job_id, scheduled_at, attempt, state, finished_at, error)
+    FROM v
     WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.attempt = v.attempt
       AND o.state = 'running'
     RETURNING o.job_id, o.scheduled_at, o.attempt, v.error
 )
-UPDATE attempts a SET finished_at = %(now)s, outcome = 'crashed', error = r.error
-FROM rescued r
-WHERE a.job_id = r.job_id AND a.scheduled_at = r.scheduled_at AND a.number = r.attempt
+INSERT INTO attempts (job_id, scheduled_at, number, worker, queued_at, claimed_at, finished_at,
+                      outcome, error)
+SELECT r.job_id, r.scheduled_at, r.attempt, b.worker, b.due_at,
+       COALESCE(b.claimed_at, %(now)s), %(now)s, 'crashed', r.error
+FROM rescued r JOIN before b ON b.job_id = r.job_id AND b.scheduled_at = r.scheduled_at
+ON CONFLICT (job_id, scheduled_at, number) DO UPDATE
+SET finished_at = excluded.finished_at, outcome = excluded.outcome, error = excluded.error
 
 -- name: attempt_close_running_of_job
--- Before occurrence_cancel_job: the attempts it stops get an end, not a dangling 'running' row.
-UPDATE attempts a SET finished_at = %(now)s, outcome = 'failed', error = %(reason)s
+-- Before occurrence_cancel_job: the attempts it stops get their row, with an end.
+INSERT INTO attempts (job_id, scheduled_at, number, worker, queued_at, claimed_at, finished_at,
+                      outcome, error)
+SELECT o.job_id, o.scheduled_at, o.attempt, o.worker, o.due_at,
+       COALESCE(o.claimed_at, %(now)s), %(now)s, 'failed', %(reason)s
 FROM occurrences o
-WHERE o.job_id = %(job_id)s AND o.state = 'running' AND a.finished_at IS NULL
-  AND a.job_id = o.job_id AND a.scheduled_at = o.scheduled_at AND a.number = o.attempt
+WHERE o.job_id = %(job_id)s AND o.state = 'running'
+ON CONFLICT (job_id, scheduled_at, number) DO UPDATE
+SET finished_at = excluded.finished_at, outcome = excluded.outcome, error = excluded.error
+WHERE attempts.finished_at IS NULL
 
 -- name: occurrence_cancel_job
 UPDATE occurrences
@@ -168,7 +194,20 @@ SELECT min(first.due_at) AS due_at FROM levels l CROSS JOIN LATERAL (
 WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = %(queue)s AND q.paused)
 
 -- name: attempt_list
-SELECT * FROM attempts WHERE job_id = %s AND scheduled_at = %s ORDER BY number
+-- The ended attempts' rows, and the running attempt from its occurrence (its row is written
+-- when it ends; one claimed before migration 017 has its row already).
+SELECT job_id, scheduled_at, number, worker, queued_at, claimed_at, started_at, finished_at,
+       outcome, output, error
+FROM attempts WHERE job_id = %(job_id)s AND scheduled_at = %(scheduled_at)s
+UNION ALL
+SELECT o.job_id, o.scheduled_at, o.attempt, o.worker, o.due_at, o.claimed_at, NULL, NULL,
+       NULL, NULL, NULL
+FROM occurrences o
+WHERE o.job_id = %(job_id)s AND o.scheduled_at = %(scheduled_at)s AND o.state = 'running'
+  AND o.claimed_at IS NOT NULL AND NOT EXISTS (
+      SELECT 1 FROM attempts a
+      WHERE a.job_id = o.job_id AND a.scheduled_at = o.scheduled_at AND a.number = o.attempt)
+ORDER BY number
 
 -- name: occurrence_insert_chained
 -- One run a chain triggered (drivers/chaining.py): insert-if-absent; no row back means the

@@ -1,0 +1,116 @@
+"""PostgreSQL writes an attempt's row once, when the attempt ends: the claim writes none, the
+completion (or the rescue or cancel that ends it) writes the whole row, and until then the
+running attempt is read from its occurrence. A row a claim wrote before migration 017 is
+completed, never doubled."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any
+
+import psycopg
+import pytest
+
+from tickwork.drivers.base import OccurrenceCancelOneParams, OccurrenceRescueParams
+from tickwork.drivers.postgres.store import PostgresStore
+from tickwork.models import Attempt, AttemptOutcome, Claim, OccurrenceState, Overlap
+from tickwork.testing.factories import (
+    NOW,
+    add_job,
+    add_occurrences,
+    claim_one,
+    complete,
+    completion,
+    seconds,
+)
+
+
+@pytest.fixture
+async def store(postgres_url: str) -> AsyncIterator[PostgresStore]:
+    s = PostgresStore(postgres_url)
+    await s.migrate()
+    yield s
+    await s.close()
+
+
+def _rows(url: str, c: Claim) -> list[dict[str, Any]]:
+    with psycopg.connect(url, row_factory=psycopg.rows.dict_row) as conn:
+        return conn.execute(
+            "SELECT * FROM attempts WHERE job_id = %s AND scheduled_at = %s ORDER BY number",
+            (c.occurrence.job_id, c.occurrence.scheduled_at)).fetchall()
+
+
+async def _claimed(store: PostgresStore, due: datetime, now: datetime) -> Claim:
+    job = await add_job(store, "j", overlap=Overlap.ALLOW_ALL)
+    await add_occurrences(store, job, due)
+    return await claim_one(store, now)
+
+
+async def test_a_running_attempt_has_no_row_and_is_listed_from_its_run(
+        store: PostgresStore, postgres_url: str) -> None:
+    c = await _claimed(store, NOW, NOW + seconds(3))
+    assert _rows(postgres_url, c) == []
+    [running] = await store.attempt_list(c.occurrence.job_id, c.occurrence.scheduled_at)
+    assert running == Attempt(
+        job_id=c.occurrence.job_id, scheduled_at=NOW, number=1, worker="w1", queued_at=NOW,
+        claimed_at=NOW + seconds(3), started_at=None, finished_at=None, outcome=None,
+        output=None, error=None)
+
+
+async def test_the_completion_writes_the_whole_row_once(
+        store: PostgresStore, postgres_url: str) -> None:
+    c = await _claimed(store, NOW, NOW + seconds(3))
+    await complete(store, NOW + seconds(5), completion(
+        c, started_at=NOW + seconds(4), finished_at=NOW + seconds(5), output="ok"))
+    [row] = _rows(postgres_url, c)
+    assert (row["number"], row["worker"], row["queued_at"], row["claimed_at"],
+            row["started_at"], row["finished_at"], row["outcome"], row["output"]) == (
+        1, "w1", NOW, NOW + seconds(3), NOW + seconds(4), NOW + seconds(5), "succeeded", "ok")
+    assert len(await store.attempt_list(c.occurrence.job_id, NOW)) == 1
+
+
+async def test_a_retry_keeps_when_the_attempt_was_due_not_when_the_next_is(
+        store: PostgresStore, postgres_url: str) -> None:
+    c = await _claimed(store, NOW, NOW + seconds(3))
+    await complete(store, NOW + seconds(5), completion(
+        c, state=OccurrenceState.RETRYING, started_at=NOW + seconds(4),
+        finished_at=NOW + seconds(5), error="boom", due_at=NOW + seconds(60)))
+    [row] = _rows(postgres_url, c)
+    assert (row["queued_at"], row["outcome"], row["error"]) == (NOW, "failed", "boom")
+
+
+async def test_a_row_written_by_a_claim_before_the_migration_is_completed_not_doubled(
+        store: PostgresStore, postgres_url: str) -> None:
+    c = await _claimed(store, NOW, NOW + seconds(3))
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # as the claim wrote it
+        conn.execute("INSERT INTO attempts (job_id, scheduled_at, number, worker, queued_at, "
+                     "claimed_at) VALUES (%s, %s, 1, 'w1', %s, %s)",
+                     (c.occurrence.job_id, NOW, NOW, NOW + seconds(3)))
+    listed = await store.attempt_list(c.occurrence.job_id, NOW)
+    assert [(a.number, a.finished_at) for a in listed] == [(1, None)]
+    await complete(store, NOW + seconds(5), completion(c, started_at=NOW + seconds(4)))
+    [row] = _rows(postgres_url, c)
+    assert (row["outcome"], row["started_at"]) == ("succeeded", NOW + seconds(4))
+
+
+async def test_a_rescue_writes_the_crashed_attempt_with_its_claim(
+        store: PostgresStore, postgres_url: str) -> None:
+    c = await _claimed(store, NOW, NOW + seconds(3))
+    late = c.occurrence.lease_until + seconds(1)
+    [rescued] = await store.occurrence_rescue(OccurrenceRescueParams(now=late))
+    assert rescued.attempt == 1
+    [row] = _rows(postgres_url, c)
+    assert (row["worker"], row["queued_at"], row["claimed_at"], row["finished_at"],
+            row["outcome"]) == ("w1", NOW, NOW + seconds(3), late, AttemptOutcome.CRASHED.value)
+
+
+async def test_a_cancel_writes_the_stopped_attempt(
+        store: PostgresStore, postgres_url: str) -> None:
+    c = await _claimed(store, NOW, NOW + seconds(3))
+    await store.occurrence_cancel_one(OccurrenceCancelOneParams(
+        job_id=c.occurrence.job_id, scheduled_at=NOW, now=NOW + seconds(9), actor="ops"))
+    [row] = _rows(postgres_url, c)
+    assert (row["claimed_at"], row["finished_at"], row["outcome"]) == (
+        NOW + seconds(3), NOW + seconds(9), "failed")
+    assert row["error"]
