@@ -9,6 +9,7 @@ import asyncio
 import heapq
 import itertools
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Protocol
@@ -32,6 +33,15 @@ class Clock(Protocol):
         raises TimeoutError; ``expired()`` tells that apart from a TimeoutError of its own."""
         ...
 
+    def call_later(self, seconds: float, callback: Callable[[], object]) -> Alarm:
+        """Call ``callback`` on the running loop once ``seconds`` pass on this clock, unless
+        the alarm is cancelled first."""
+        ...
+
+
+class Alarm(Protocol):
+    def cancel(self) -> object: ...
+
 
 class Deadline(Protocol):
     async def __aenter__(self) -> object: ...
@@ -54,6 +64,9 @@ class SystemClock:
 
     def timeout(self, seconds: float) -> Deadline:
         return asyncio.timeout(max(0.0, seconds))  # no task of its own: cheap per execution
+
+    def call_later(self, seconds: float, callback: Callable[[], object]) -> Alarm:
+        return asyncio.get_running_loop().call_later(max(0.0, seconds), callback)
 
 
 class FakeClock:
@@ -95,6 +108,13 @@ class FakeClock:
 
     def timeout(self, seconds: float) -> Deadline:
         return _FakeDeadline(self, seconds)
+
+    def call_later(self, seconds: float, callback: Callable[[], object]) -> Alarm:
+        if seconds <= 0:  # due now: rings without the clock moving, as a sleep(0) returns
+            return asyncio.get_running_loop().call_soon(callback)
+        alarm = self._wake_at(seconds)
+        alarm.add_done_callback(lambda f: None if f.cancelled() else callback())
+        return alarm
 
     def _wake_at(self, seconds: float) -> asyncio.Future[None]:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -34,6 +34,7 @@ from tickwork.executors.base import ExecutionContext, Executor, ThreadRunsOn
 from tickwork.models import Claim
 from tickwork.outcomes import Fail, Result, TimedOut
 from tickwork.worker.completer import Completer
+from tickwork.worker.deadlines import Deadlines
 from tickwork.worker.failpoints import failpoint
 from tickwork.worker.outcomes import decide
 from tickwork.worker.runlog import RunLog
@@ -120,6 +121,7 @@ class WorkerPool:
         self.tracer = tracer
         self.queues = {name: _Queue(name, concurrency) for name, concurrency in queues}
         self.completer = Completer(store=store, clock=clock, on_chained=self._chained)
+        self.deadlines = Deadlines(clock)
         self.source: ClaimSource = source or SqlClaimSource(
             store=store, clock=clock, worker_id=self.worker_id, lease_seconds=lease_seconds,
             poll_interval_seconds=poll_interval_seconds)
@@ -343,10 +345,10 @@ class WorkerPool:
         if executor is None:
             return Fail(f"this worker has no executor for kind {ctx.kind!r}", retriable=False)
         # The deadline is armed before the job's first step runs; the job runs in this task
-        # (no task or timer task of its own: the hot path of many short jobs).
-        deadline = self.clock.timeout(ctx.timeout_seconds)
+        # (no task or timer of its own: the pool's runs share one alarm, worker/deadlines.py).
+        deadline = self.deadlines.start(ctx.timeout_seconds)
         try:
-            async with deadline:
+            with deadline:
                 result = await executor.execute(ctx)
         except TimeoutError as exc:
             if not deadline.expired():  # the job's own TimeoutError
