@@ -77,6 +77,7 @@ class FakeClock:
         self._mono = 0.0
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._seq = itertools.count()
+        self._alarms: set[asyncio.Future[None]] = set()
 
     def now(self) -> datetime:
         return self._now
@@ -114,6 +115,8 @@ class FakeClock:
             return asyncio.get_running_loop().call_soon(callback)
         alarm = self._wake_at(seconds)
         alarm.add_done_callback(lambda f: None if f.cancelled() else callback())
+        self._alarms.add(alarm)
+        alarm.add_done_callback(self._alarms.discard)
         return alarm
 
     def _wake_at(self, seconds: float) -> asyncio.Future[None]:
@@ -123,7 +126,13 @@ class FakeClock:
 
     @property
     def sleepers(self) -> int:
-        return sum(1 for _, _, f in self._sleepers if not f.done())
+        """What waits on this clock: sleeps and deadlines, not ``call_later`` alarms."""
+        return sum(1 for _, _, f in self._sleepers if not f.done() and f not in self._alarms)
+
+    @property
+    def alarms(self) -> int:
+        """``call_later`` alarms set and not rung or cancelled yet."""
+        return len(self._alarms)
 
 
 class _FakeDeadline:

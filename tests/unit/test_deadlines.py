@@ -39,7 +39,7 @@ async def test_each_run_expires_at_its_own_time_on_one_alarm() -> None:
     clock.advance(1)
     short = await _started(deadlines, 5)  # started later, due earlier: the alarm moves
     same = await _started(deadlines, 10)  # due at 11, after the first 10 s run
-    assert clock.sleepers == 1
+    assert clock.alarms == 1
     clock.advance(4.9)
     await asyncio.sleep(0)
     assert not short.done()
@@ -54,20 +54,26 @@ async def test_each_run_expires_at_its_own_time_on_one_alarm() -> None:
     clock.advance(1)  # t = 11
     assert await same == "timed out, expired=True"
     assert len(deadlines) == 0
-    assert clock.sleepers == 0
+    assert clock.alarms == 0
 
 
-async def test_runs_that_end_in_time_leave_no_alarm_and_never_expire() -> None:
+async def test_runs_that_end_in_time_never_expire_and_set_one_alarm_between_them() -> None:
     clock = FakeClock()
     deadlines = Deadlines(clock)
-    done = asyncio.Event()
-    tasks = [await _started(deadlines, 5, done) for _ in range(3)]
-    done.set()
-    assert await asyncio.gather(*tasks) == ["finished, expired=False"] * 3
+    for _ in range(3):  # one after another, as runs that never wait go
+        done = asyncio.Event()
+        task = await _started(deadlines, 5, done)
+        done.set()
+        assert await task == "finished, expired=False"
     assert len(deadlines) == 0
-    assert clock.sleepers == 0
-    clock.advance(60)
+    assert clock.alarms == 1  # set by the first, kept for the others
+    clock.advance(5)  # it rings for nothing and is not set again
     await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert clock.alarms == 0
+    later = await _started(deadlines, 5)
+    clock.advance(5)
+    assert await later == "timed out, expired=True"
 
 
 async def test_the_alarm_rings_for_the_next_run_when_the_first_has_ended() -> None:

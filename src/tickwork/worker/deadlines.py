@@ -5,7 +5,8 @@ ends, which leaves it there until the loop sweeps it: about 5 % of a worker's in
 execution of a no-op job. Here the runs that share a timeout keep their deadlines in the order
 they started, in an insertion-ordered dict (the first in is the first due), and a single alarm
 on the injected clock rings at the earliest deadline; a run that ends takes its entry out in
-constant time, and the alarm, when it rings early for a run gone, is set again for the next.
+constant time, and the alarm, when it rings early for a run gone, is set again for the next
+(a run due later than the alarm sets nothing: per timeout, one alarm at most rings).
 
 Expiry is ``asyncio.timeout``'s: the run's task is cancelled, and leaving the block turns that
 cancellation, and only that one, into TimeoutError (a cancellation from elsewhere, such as a
@@ -46,13 +47,13 @@ class Deadlines:
             self._set_alarm(deadline.at)
 
     def _remove(self, deadline: RunDeadline) -> None:
+        # The alarm stays set when no run is left: runs that never wait (a no-op job) enter
+        # and leave one after another, and setting it again for each costs what a timer each
+        # did. Ringing for nothing, it is not set again until a run starts.
         runs = self._by_timeout[deadline.seconds]
         del runs[deadline]
         if not runs:
             del self._by_timeout[deadline.seconds]
-            if not self._by_timeout and self._alarm is not None:  # nothing runs: no alarm
-                self._alarm.cancel()
-                self._alarm, self._alarm_at = None, math.inf
 
     def _set_alarm(self, at: float) -> None:
         if self._alarm is not None:
