@@ -1,6 +1,8 @@
 """Completions written in batches: whatever finished while the last write ran goes in the next.
 
 One store round trip serves many attempts under load, and still one per attempt when idle.
+A run hands its completion over with what to do once it is written (``hand_over``) and ends:
+no future and no wake-up of its task per run; ``submit`` waits for the answer instead.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import TypeAlias
 
 from tickwork.clock import Clock
 from tickwork.drivers.base import Completion, NewOccurrence, OccurrenceCompleteParams, Store
@@ -15,6 +18,9 @@ from tickwork.errors import reported_outage
 from tickwork.worker.failpoints import failpoint
 
 log = logging.getLogger("tickwork.completer")
+
+# What waits for a completion's answer: a waiting caller's future, or a run's callback.
+Written: TypeAlias = asyncio.Future[bool] | Callable[[bool], None]
 
 
 class Completer:
@@ -32,7 +38,7 @@ class Completer:
         self.batch_size = batch_size
         self.on_written = on_written
         self.on_chained = on_chained  # the runs the written completions' chains created
-        self._queue: asyncio.Queue[tuple[Completion, asyncio.Future[bool]]] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[Completion, Written]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -43,6 +49,11 @@ class Completer:
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((completion, future))
         return await future
+
+    def hand_over(self, completion: Completion, then: Callable[[bool], None]) -> None:
+        """Queue one completion; ``then(applied)`` is called once the store has answered, in
+        the completer's task (it must not raise)."""
+        self._queue.put_nowait((completion, then))
 
     async def stop(self) -> None:
         """Write what is queued, then stop."""
@@ -64,7 +75,7 @@ class Completer:
                 for _ in batch:
                     self._queue.task_done()
 
-    async def _write(self, batch: list[tuple[Completion, asyncio.Future[bool]]]) -> None:
+    async def _write(self, batch: list[tuple[Completion, Written]]) -> None:
         completions = [c for c, _ in batch]
         delay = 0.1
         while True:
@@ -89,7 +100,7 @@ class Completer:
             except Exception:
                 log.exception("announcing %d chained runs failed; they are in the store",
                               len(params.chained))
-        for (completion, future), ok in zip(batch, applied, strict=True):
+        for (completion, then), ok in zip(batch, applied, strict=True):
             if not ok:
                 log.warning("result of %s @ %s attempt %d rejected: the attempt no longer holds "
                             "its lease (rescued, cancelled or finished elsewhere)",
@@ -97,5 +108,7 @@ class Completer:
                             completion.attempt)
             if self.on_written is not None:
                 self.on_written(completion, ok)
-            if not future.done():
-                future.set_result(ok)
+            if not isinstance(then, asyncio.Future):
+                then(ok)
+            elif not then.done():
+                then.set_result(ok)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from tickwork.clock import Clock, wait_event
 from tickwork.drivers.base import (
@@ -122,6 +124,7 @@ class WorkerPool:
         self.queues = {name: _Queue(name, concurrency) for name, concurrency in queues}
         self.completer = Completer(store=store, clock=clock, on_chained=self._chained)
         self.deadlines = Deadlines(clock)
+        self._settling: set[asyncio.Task[None]] = set()  # deliveries settled by a call
         self.source: ClaimSource = source or SqlClaimSource(
             store=store, clock=clock, worker_id=self.worker_id, lease_seconds=lease_seconds,
             poll_interval_seconds=poll_interval_seconds)
@@ -163,6 +166,8 @@ class WorkerPool:
         """Stop claiming, let running attempts finish within the grace period, then give the
         rest back to the store without charging an attempt (G10)."""
         grace = self.shutdown_grace_seconds if grace_seconds is None else grace_seconds
+        if self._stopping and not self._tasks:
+            return  # stopped already
         self._stopping = True
         fetchers = self._tasks[:-1]
         for t in fetchers:
@@ -195,6 +200,7 @@ class WorkerPool:
         self._tasks[-1].cancel()
         await asyncio.gather(self._tasks[-1], return_exceptions=True)
         await self.completer.stop()
+        await asyncio.gather(*self._settling, return_exceptions=True)
         await self.source.stop()
         self._tasks.clear()
         self.run_log.close()
@@ -313,8 +319,22 @@ class WorkerPool:
             self.on_finished(claim, result, completion)
         self.run_log.finished(claim, completion)
         failpoint("after_execute")  # fault tests: die with the result unwritten
-        applied = await self.completer.submit(completion)
-        await self.source.after_complete(claim, completion, applied)
+        # The run ends here: the completer settles its delivery once the store has answered.
+        self.completer.hand_over(completion, functools.partial(self._written, claim,
+                                                               completion))
+
+    def _written(self, claim: Claim, completion: Completion, applied: bool) -> None:
+        """The store answered for a run's result: its delivery is settled; what needs a call
+        (to Redis) runs in a task of its own, which a stop waits for."""
+        try:
+            step = self.source.settle(claim, completion, applied)
+        except Exception:
+            log.exception("settling the delivery of %s failed", claim.occurrence.job_id)
+            return
+        if step is not None:
+            task = asyncio.create_task(_logged(step, "settling a delivery failed"))
+            self._settling.add(task)
+            task.add_done_callback(self._settling.discard)
 
     async def _settle_dropped(self, running: _Running) -> None:
         """A run the store ended while it ran here: its delivery is settled (at a graceful
@@ -399,6 +419,14 @@ class WorkerPool:
                 running.ended_by_store = True
                 if running.task is not None:
                     running.task.cancel()
+
+
+async def _logged(step: Coroutine[Any, Any, None], failure: str) -> None:
+    try:
+        await step
+    except Exception as exc:
+        if not reported_outage(exc):
+            log.exception(failure)
 
 
 def _attempt_key(ref: LeaseRef) -> tuple[str, datetime, int]:

@@ -23,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from tickwork.clock import Clock
 from tickwork.drivers.base import (
@@ -297,19 +298,33 @@ class RedisClaimSource:
 
     async def after_complete(self, claim: Claim, completion: Completion,
                              applied: bool) -> None:
+        step = self.settle(claim, completion, applied)
+        if step is not None:
+            await step
+
+    def settle(self, claim: Claim, completion: Completion,
+               applied: bool) -> Coroutine[Any, Any, None] | None:
+        """An ack is only queued (the ack loop sends them in batches): done now. A retry is
+        armed in Redis: a coroutine."""
         held = self._entries.pop(claim.key, None)
         retry_at = completion.due_at if (
             applied and completion.state is OccurrenceState.RETRYING) else None
         if held is None:  # claimed on the SQL path: Redis has no entry to settle
-            if retry_at is not None:
-                occ = claim.occurrence
-                await self.feeder.add([DueItem(occ.queue, occurrence_key(*claim.key),
-                                               due_ms(retry_at), occ.priority)])
-            return
+            if retry_at is None:
+                return None
+            occ = claim.occurrence
+            return self._feed_retry(DueItem(occ.queue, occurrence_key(*claim.key),
+                                            due_ms(retry_at), occ.priority))
         queue, entry, _ = held
         if retry_at is None:
             self._ack(queue, [entry])
-            return
+            return None
+        return self._rearm_retry(queue, entry, retry_at)
+
+    async def _feed_retry(self, item: DueItem) -> None:
+        await self.feeder.add([item])  # if Redis fails, the reconciler adds it from the store
+
+    async def _rearm_retry(self, queue: str, entry: Entry, retry_at: datetime) -> None:
         try:  # the store holds the retry already: ack and re-arm in one step
             await self.dispatch.entry_retry(EntryRetryParams(queue, entry, due_ms(retry_at)))
         except DispatchError as exc:

@@ -9,9 +9,9 @@ Redis deployment's degraded mode); ``worker/redis_source.py`` claims what Redis 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from tickwork.clock import Clock
 from tickwork.drivers.base import (
@@ -44,6 +44,12 @@ class ClaimSource(Protocol):
     async def after_complete(self, claim: Claim, completion: Completion,
                              applied: bool) -> None:
         """The store has the result (or fenced it off): settle the delivery, if any."""
+        ...
+
+    def settle(self, claim: Claim, completion: Completion,
+               applied: bool) -> Coroutine[Any, Any, None] | None:
+        """``after_complete`` as the completer calls it for each run it wrote: what needs no
+        wait is done now; what does (a call to Redis) comes back as a coroutine to run."""
         ...
 
     async def dropped(self, claim: Claim) -> None:
@@ -111,6 +117,10 @@ class SqlClaimSource:
     async def after_complete(self, claim: Claim, completion: Completion,
                              applied: bool) -> None:
         pass
+
+    def settle(self, claim: Claim, completion: Completion,
+               applied: bool) -> Coroutine[Any, Any, None] | None:
+        return None  # the store's row was the whole delivery
 
     async def dropped(self, claim: Claim) -> None:
         pass
