@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TypeAlias
 
@@ -38,7 +39,12 @@ class Completer:
         self.batch_size = batch_size
         self.on_written = on_written
         self.on_chained = on_chained  # the runs the written completions' chains created
-        self._queue: asyncio.Queue[tuple[Completion, Written]] = asyncio.Queue()
+        # A deque and an event, not an asyncio.Queue: a put is an append, and the event is
+        # set only when the loop waits for work (a Queue wakes a getter per put).
+        self._queue: deque[tuple[Completion, Written]] = deque()
+        self._ready = asyncio.Event()
+        self._idle = asyncio.Event()  # nothing queued and nothing being written
+        self._idle.set()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -47,33 +53,41 @@ class Completer:
     async def submit(self, completion: Completion) -> bool:
         """Queue one completion; resolves to whether the store applied it (the fence held)."""
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((completion, future))
+        self._put((completion, future))
         return await future
 
     def hand_over(self, completion: Completion, then: Callable[[bool], None]) -> None:
         """Queue one completion; ``then(applied)`` is called once the store has answered, in
         the completer's task (it must not raise)."""
-        self._queue.put_nowait((completion, then))
+        self._put((completion, then))
+
+    def _put(self, item: tuple[Completion, Written]) -> None:
+        if not self._queue:
+            self._ready.set()
+            self._idle.clear()
+        self._queue.append(item)
 
     async def stop(self) -> None:
         """Write what is queued, then stop."""
         if self._task is None:
             return
-        await self._queue.join()
+        await self._idle.wait()
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
         self._task = None
 
     async def _loop(self) -> None:
+        queue = self._queue
         while True:
-            batch = [await self._queue.get()]
-            while len(batch) < self.batch_size and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
+            if not queue:
+                self._ready.clear()
+                self._idle.set()
+                await self._ready.wait()
+            batch = [queue.popleft() for _ in range(min(len(queue), self.batch_size))]
             try:
                 await self._write(batch)
-            finally:
-                for _ in batch:
-                    self._queue.task_done()
+            except Exception:  # after the write (a caller's callback): the loop goes on
+                log.exception("after writing %d completions", len(batch))
 
     async def _write(self, batch: list[tuple[Completion, Written]]) -> None:
         completions = [c for c, _ in batch]
