@@ -5,12 +5,10 @@ completed, never doubled."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
 import psycopg
-import pytest
 
 from tickwork.drivers.base import OccurrenceCancelOneParams, OccurrenceRescueParams
 from tickwork.drivers.postgres.store import PostgresStore
@@ -24,14 +22,6 @@ from tickwork.testing.factories import (
     completion,
     seconds,
 )
-
-
-@pytest.fixture
-async def store(postgres_url: str) -> AsyncIterator[PostgresStore]:
-    s = PostgresStore(postgres_url)
-    await s.migrate()
-    yield s
-    await s.close()
 
 
 def _rows(url: str, c: Claim) -> list[dict[str, Any]]:
@@ -48,7 +38,8 @@ async def _claimed(store: PostgresStore, due: datetime, now: datetime) -> Claim:
 
 
 async def test_a_running_attempt_has_no_row_and_is_listed_from_its_run(
-        store: PostgresStore, postgres_url: str) -> None:
+        postgres_store: PostgresStore, postgres_url: str) -> None:
+    store = postgres_store
     c = await _claimed(store, NOW, NOW + seconds(3))
     assert _rows(postgres_url, c) == []
     [running] = await store.attempt_list(c.occurrence.job_id, c.occurrence.scheduled_at)
@@ -59,7 +50,8 @@ async def test_a_running_attempt_has_no_row_and_is_listed_from_its_run(
 
 
 async def test_the_completion_writes_the_whole_row_once(
-        store: PostgresStore, postgres_url: str) -> None:
+        postgres_store: PostgresStore, postgres_url: str) -> None:
+    store = postgres_store
     c = await _claimed(store, NOW, NOW + seconds(3))
     await complete(store, NOW + seconds(5), completion(
         c, started_at=NOW + seconds(4), finished_at=NOW + seconds(5), output="ok"))
@@ -71,7 +63,8 @@ async def test_the_completion_writes_the_whole_row_once(
 
 
 async def test_a_retry_keeps_when_the_attempt_was_due_not_when_the_next_is(
-        store: PostgresStore, postgres_url: str) -> None:
+        postgres_store: PostgresStore, postgres_url: str) -> None:
+    store = postgres_store
     c = await _claimed(store, NOW, NOW + seconds(3))
     await complete(store, NOW + seconds(5), completion(
         c, state=OccurrenceState.RETRYING, started_at=NOW + seconds(4),
@@ -81,7 +74,8 @@ async def test_a_retry_keeps_when_the_attempt_was_due_not_when_the_next_is(
 
 
 async def test_a_row_written_by_a_claim_before_the_migration_is_completed_not_doubled(
-        store: PostgresStore, postgres_url: str) -> None:
+        postgres_store: PostgresStore, postgres_url: str) -> None:
+    store = postgres_store
     c = await _claimed(store, NOW, NOW + seconds(3))
     with psycopg.connect(postgres_url, autocommit=True) as conn:  # as the claim wrote it
         conn.execute("INSERT INTO attempts (job_id, scheduled_at, number, worker, queued_at, "
@@ -95,7 +89,8 @@ async def test_a_row_written_by_a_claim_before_the_migration_is_completed_not_do
 
 
 async def test_a_rescue_writes_the_crashed_attempt_with_its_claim(
-        store: PostgresStore, postgres_url: str) -> None:
+        postgres_store: PostgresStore, postgres_url: str) -> None:
+    store = postgres_store
     c = await _claimed(store, NOW, NOW + seconds(3))
     late = c.occurrence.lease_until + seconds(1)
     [rescued] = await store.occurrence_rescue(OccurrenceRescueParams(now=late))
@@ -106,7 +101,8 @@ async def test_a_rescue_writes_the_crashed_attempt_with_its_claim(
 
 
 async def test_a_cancel_writes_the_stopped_attempt(
-        store: PostgresStore, postgres_url: str) -> None:
+        postgres_store: PostgresStore, postgres_url: str) -> None:
+    store = postgres_store
     c = await _claimed(store, NOW, NOW + seconds(3))
     await store.occurrence_cancel_one(OccurrenceCancelOneParams(
         job_id=c.occurrence.job_id, scheduled_at=NOW, now=NOW + seconds(9), actor="ops"))
