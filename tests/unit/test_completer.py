@@ -72,3 +72,25 @@ async def test_the_completer_tells_each_handed_over_result_whether_it_was_applie
         told: asyncio.Queue[bool] = asyncio.Queue()
         h.pool.completer.hand_over(stale, told.put_nowait)
         assert await asyncio.wait_for(told.get(), 10) is False  # no such attempt runs
+
+
+async def test_a_callback_that_raises_does_not_keep_the_others_from_being_told(
+        tmp_path: Path) -> None:
+    async with make_harness(tmp_path) as h:
+        job = await h.client.create_job(_job("raising"))
+        told: list[bool] = []
+
+        def raises(applied: bool) -> None:
+            raise RuntimeError("a bug in a callback")
+
+        for attempt in (7, 8):
+            stale = Completion(job_id=job.id, scheduled_at=START, attempt=attempt,
+                               state=OccurrenceState.SUCCEEDED,
+                               outcome=AttemptOutcome.SUCCEEDED, started_at=START,
+                               finished_at=START)
+            h.pool.completer.hand_over(stale, raises if attempt == 7 else told.append)
+        late = Completion(job_id=job.id, scheduled_at=START, attempt=9,
+                          state=OccurrenceState.SUCCEEDED, outcome=AttemptOutcome.SUCCEEDED,
+                          started_at=START, finished_at=START)
+        assert await asyncio.wait_for(h.pool.completer.submit(late), 10) is False
+        assert told == [False]

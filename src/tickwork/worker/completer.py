@@ -86,7 +86,7 @@ class Completer:
             batch = [queue.popleft() for _ in range(min(len(queue), self.batch_size))]
             try:
                 await self._write(batch)
-            except Exception:  # after the write (a caller's callback): the loop goes on
+            except Exception:  # a bug after the write: logged, and the loop goes on
                 log.exception("after writing %d completions", len(batch))
 
     async def _write(self, batch: list[tuple[Completion, Written]]) -> None:
@@ -122,7 +122,11 @@ class Completer:
                             completion.attempt)
             if self.on_written is not None:
                 self.on_written(completion, ok)
-            if not isinstance(then, asyncio.Future):
+            if isinstance(then, asyncio.Future):
+                if not then.done():
+                    then.set_result(ok)
+                continue
+            try:
                 then(ok)
-            elif not then.done():
-                then.set_result(ok)
+            except Exception:  # the next ones are still told
+                log.exception("after writing the result of %s", completion.job_id)
