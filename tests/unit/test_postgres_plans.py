@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from tickwork.drivers.postgres import claims as pg_claims
-from tickwork.drivers.postgres.connection import Q
+from tickwork.drivers.postgres.connection import Q, fetch_all
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.models import Overlap
 from tickwork.testing.factories import NOW, add_job, add_occurrences, claim, seconds
@@ -178,3 +178,54 @@ async def test_completions_find_each_run_by_its_key_not_among_all_running(
     for every_running in ("occurrences_running", "occurrences_queue_running",
                           "occurrences_job_unfinished"):
         assert every_running not in update, plan
+
+
+async def test_the_claim_updates_the_locked_rows_by_their_ctid_not_among_all_waiting(
+        postgres_store: PostgresStore, postgres_url: str) -> None:
+    """The claim's UPDATE takes the rows it was handed by their ctid. It is planned for each
+    claim (the driver does not prepare it), with the table as it is: a plan made once while
+    few runs waited (statistics taken then) walked every waiting row of occurrences_due for
+    each row handed over, its guard on the state named as constants, 50 s a claim with
+    1,000,000 waiting; a generic plan made for a small table is a seq scan and a hash join."""
+    job = await add_job(postgres_store, "burst", overlap=Overlap.ALLOW_ALL)
+    await add_occurrences(postgres_store, job, NOW, NOW + seconds(1))
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("ANALYZE")  # statistics of a table where two runs wait
+    await add_occurrences(postgres_store, job, *(NOW + seconds(2 + i / 100) for i in range(5000)))
+    names: list[str] = []
+
+    def placeholder(match: re.Match[str]) -> str:
+        if match[1] not in names:
+            names.append(match[1])
+        return f"${names.index(match[1]) + 1}"
+
+    text = re.sub(r"%\((\w+)\)[bs]", placeholder, Q["occurrence_claim"])
+    keys = [f"'{job.id}'"] * 256
+    at = [f"'{(NOW + seconds(2 + i / 100)).isoformat()}'" for i in range(256)]
+    values = {"job_ids": f"ARRAY[{', '.join(keys)}]",
+              "scheduled": f"ARRAY[{', '.join(at)}]::timestamptz[]",
+              "leases": f"ARRAY[{', '.join(at)}]::timestamptz[]", "worker": "'w1'",
+              "now": "'2030-01-01'::timestamptz"}
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("SET plan_cache_mode = force_custom_plan")  # as an unprepared statement
+        conn.execute(f"PREPARE probe AS {text}")  # type: ignore[arg-type]
+        plan = "\n".join(r[0] for r in conn.execute(  # type: ignore[call-overload]
+            f"EXPLAIN EXECUTE probe({', '.join(values[n] for n in names)})").fetchall())
+    update = plan.split("CTE claimed")[-1]
+    assert "Tid Scan on occurrences" in update, plan
+    for every_waiting in ("occurrences_due", "Seq Scan on occurrences", "Hash"):
+        assert every_waiting not in update, plan
+
+
+async def test_the_driver_never_prepares_the_claim(postgres_store: PostgresStore) -> None:
+    """Past psycopg's prepare threshold (five runs of a statement on a connection) the claim
+    is still sent unprepared: planned for each claim, with the table as it is then."""
+    job = await add_job(postgres_store, "often", overlap=Overlap.ALLOW_ALL)
+    await add_occurrences(postgres_store, job, *(NOW + seconds(i) for i in range(8)))
+    for i in range(8):
+        assert len((await claim(postgres_store, NOW + seconds(i), limit=1)).claims) == 1
+    async with postgres_store.pool.transaction() as conn:
+        prepared = [r["statement"] for r in await fetch_all(
+            conn, "SELECT statement FROM pg_prepared_statements")]
+    assert any("Due occurrences of one queue" in s for s in prepared), prepared
+    assert not any("claim's time" in s for s in prepared), prepared

@@ -174,11 +174,14 @@ class ClaimMethods:
             return []
         leases = [p.now + timedelta(seconds=max(p.lease_seconds, c.spec.timeout_seconds)
                                     + p.lease_margin_seconds) for c in plan.claim]
-        claimed = await fetch_all(conn, Q["occurrence_claim"], {
+        # Planned for this claim (prepare=False): a generic plan made while the table was
+        # small (a seq scan and a hash join) would read every row of it once it is not.
+        cur = await conn.execute(Q["occurrence_claim"], {
             "now": p.now, "worker": p.worker,
             "job_ids": [c.job_id for c in plan.claim],
             "scheduled": [c.scheduled_at for c in plan.claim],
-            "leases": leases})
+            "leases": leases}, prepare=False)
+        claimed = await cur.fetchall()
         # Every planned row is locked by this transaction, so each is claimed; checked anyway.
         done = None if len(claimed) == len(plan.claim) else {
             (r["job_id"], instant(r["scheduled_at"])) for r in claimed}

@@ -108,7 +108,11 @@ SET finished_at = excluded.finished_at, outcome = excluded.outcome, error = excl
 -- can move them in between. Joined on the key instead, the prepared statement's generic plan,
 -- made while the table is new and its statistics say a handful of runs wait, was a hash join
 -- over every waiting row (occurrences_due), kept as the table grew: 32,000 index entries read
--- per claim in W4, 5 ms each.
+-- per claim in W4, 5 ms each. The guard on the state is a sub-select for the same reason
+-- (named as constants, it matched occurrences_due, and a generic plan made while a few runs
+-- waited walked that index for every row handed over: 50 s a claim with 1,000,000 waiting),
+-- and the statement is planned for each claim, never from a plan cached while the table was
+-- small (postgres/claims.py).
 WITH v AS (
     SELECT * FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[],
                          %(leases)b::timestamptz[]) AS v(job_id, scheduled_at, lease_until)
@@ -124,7 +128,7 @@ WITH v AS (
     SET state = 'running', attempt = o.attempt + 1, lease_until = found.lease_until,
         worker = %(worker)s, updated_at = %(now)s, claimed_at = %(now)s
     FROM found
-    WHERE o.ctid = found.tid AND o.state IN ('scheduled', 'queued', 'retrying')
+    WHERE o.ctid = found.tid AND o.state = ANY ((SELECT ARRAY['scheduled', 'queued', 'retrying'])::text[])
     RETURNING o.job_id, o.scheduled_at
 )
 SELECT job_id, scheduled_at FROM claimed
