@@ -1,6 +1,13 @@
 """Shared fixtures, from the package's own test support (tickwork.testing)."""
 
+from collections.abc import AsyncIterator
+from pathlib import Path
+
 import pytest
+
+from tickwork.drivers.base import Store
+from tickwork.drivers.postgres.store import PostgresStore
+from tickwork.drivers.sqlite.store import SqliteStore
 
 # Failures inside the conformance suites shipped in the package show their values. This must
 # run before anything imports tickwork.testing.
@@ -14,3 +21,17 @@ pytest_plugins = [
     "tickwork.testing.faults.redisserver",  # private_redis: a Redis server of one's own
     "tickwork.testing.redis_deployments",  # redis_cluster, redis_sentinel: private, per module
 ]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def each_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """A migrated store of each driver in turn: SQLite in a file, PostgreSQL in this test's
+    own database."""
+    store: Store
+    if request.param == "sqlite":
+        store = SqliteStore(f"sqlite:///{tmp_path}/tickwork.db")
+    else:
+        store = PostgresStore(request.getfixturevalue("postgres_url"))
+    await store.migrate()
+    yield store
+    await store.close()

@@ -263,16 +263,19 @@ BY_KEY = r"Index Scan using occurrences_(pkey|scheduled)"  # (scheduled_at, job_
     ("occurrence_keys_lock", BY_KEY), ("occurrence_keys_peek", BY_KEY),
     ("occurrence_claim", BY_KEY),
     ("occurrence_unfinished_of_jobs", r"Index Scan using occurrences_job_unfinished"),
-    ("alert_jobs", r"Index Scan using jobs_alerting")])
+    ("alert_jobs", r"Index Scan using jobs_alerting"),
+    ("job_due", r"Index Scan using jobs_due on jobs(?s:.*)Index Scan using jobs_due_once")])
 async def test_hot_reads_use_their_index_even_in_a_plan_made_for_an_empty_table(
         postgres_url: str, name: str, index: str) -> None:
     """Prepared statements keep the generic plan made on first use; on a new database that
     was a hash join over a scan of every occurrence (or of every waiting one, through
     occurrences_due, or every running one), kept as the table grew. The alert evaluator's
-    read of the jobs naming alerts has an index of exactly those."""
+    read of the jobs naming alerts has an index of exactly those, and the planner's two
+    walks (every job due, the one-off ones due within the longer horizon) one each."""
     values = {"job_ids": "'{j}'", "scheduled": "'{2030-01-01}'", "server_clock": "true",
               "leases": "'{2030-01-01}'", "worker": "'w'", "now": "'2030-01-01'",
-              "after": "''", "limit": "100", "shards": "NULL"}
+              "after": "''", "limit": "100", "shards": "NULL", "until": "'2030-01-01'",
+              "until_once": "'2030-01-02'"}
     names: list[str] = []
 
     def placeholder(match: re.Match[str]) -> str:
@@ -287,5 +290,6 @@ async def test_hot_reads_use_their_index_even_in_a_plan_made_for_an_empty_table(
         cur = await conn.execute(f"EXPLAIN EXECUTE probe({args})")  # type: ignore[arg-type]
         plan = "\n".join(row[0] for row in await cur.fetchall())
     assert "Seq Scan on occurrences" not in plan, plan
+    assert name != "job_due" or "Seq Scan on jobs" not in plan, plan
     assert "occurrences_due" not in plan, plan
     assert re.search(index, plan), plan

@@ -91,6 +91,9 @@ class Settings:
     port: int = 8000
     worker_id: str | None = None
     planner_horizon_seconds: float = 5.0
+    # One-off jobs (schedule type "at") are planned this far ahead (at least as far as the
+    # others): a burst of them due at one instant is planned before it, not around it
+    planner_one_off_horizon_seconds: float = 60.0
     planner_interval_seconds: float = 1.0
     # 0: jitter delays every run of a job that has some; N: only runs at an instant the
     # planner plans N or more runs for (a burst), so lone runs start on time
@@ -218,6 +221,7 @@ _SETTING_KINDS: dict[str, Kind] = {
     "port": "int",
     "worker_id": "optional_str",
     "planner_horizon_seconds": "seconds",
+    "planner_one_off_horizon_seconds": "seconds",
     "planner_interval_seconds": "seconds",
     "planner_burst_threshold": "int",
     "poll_interval_seconds": "seconds",

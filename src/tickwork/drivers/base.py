@@ -128,6 +128,8 @@ class JobDueParams:
     limit: int = MAX_BATCH
     # Only jobs of these shards (the ones this scheduler leases); None means every shard.
     shards: frozenset[int] | None = None
+    # And the one-off jobs (schedule type "at") due by this later instant; None: no others.
+    until_one_off: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

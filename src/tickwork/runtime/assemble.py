@@ -130,6 +130,7 @@ def planner(settings: Settings, *, store: Store, clock: Clock, metrics: Metrics,
             wake()
 
     return Planner(store=store, clock=clock, horizon_seconds=settings.planner_horizon_seconds,
+                   one_off_horizon_seconds=settings.planner_one_off_horizon_seconds,
                    interval_seconds=settings.planner_interval_seconds, on_planned=planned,
                    burst_threshold=settings.planner_burst_threshold,
                    after_commit=redis.after_plan if redis else None, **options)

@@ -136,14 +136,14 @@ class BurstSmoother:
         self.size = size
         self._counts: dict[datetime, int] = {}
 
-    def count(self, jobs: Sequence[tuple[Job, Schedule]], now: datetime, until: datetime,
+    def count(self, jobs: Sequence[tuple[Job, Schedule, datetime]], now: datetime,
               limit: int) -> None:
-        """Count the fire times of ``jobs`` from their next run up to ``until`` (at most
-        ``limit`` of each, as plan_job plans them)."""
+        """Count the fire times of ``jobs`` from their next run up to each one's ``until``
+        (at most ``limit`` of each, as plan_job plans them)."""
         if len(self._counts) >= self.size:
             self._counts = {t: n for t, n in self._counts.items() if t >= now}
         counts = self._counts
-        for job, schedule in jobs:
+        for job, schedule, until in jobs:
             schedule, t = _start(job, schedule)  # noqa: PLW2901  (the job's own)
             seen = 0
             while t is not None and t <= until and seen < limit:
@@ -164,6 +164,7 @@ class Planner(Loop):
         store: Store,
         clock: Clock,
         horizon_seconds: float = 5.0,
+        one_off_horizon_seconds: float | None = None,
         interval_seconds: float = 1.0,
         batch_size: int = 500,
         per_job_limit: int = 1000,
@@ -172,7 +173,11 @@ class Planner(Loop):
         after_commit: Callable[[Sequence[JobAdvance]], Awaitable[None]] | None = None,
         burst_threshold: int = 0,
     ) -> None:
-        """``on_planned``: told how many occurrences a pass inserted and the earliest due time
+        """``one_off_horizon_seconds``: how far ahead one-off jobs (schedule type ``at``) are
+        planned (None, or no more than ``horizon_seconds``: as far as the others). A one-off job has
+        one run, so planning it early costs nothing more, and a burst of them due at one
+        instant is planned before that instant rather than in the seconds around it.
+        ``on_planned``: told how many occurrences a pass inserted and the earliest due time
         among them (metrics count them; the embedded service wakes its workers).
         ``shards``: the shards this planner may plan now (a ShardLeaser's); None: all.
         ``after_commit``: awaited with the advances once the store committed them (the Redis
@@ -186,6 +191,9 @@ class Planner(Loop):
         super().__init__(clock=clock, interval_seconds=interval_seconds)
         self.store = store
         self.horizon = timedelta(seconds=horizon_seconds)
+        self.one_off_horizon = (
+            None if one_off_horizon_seconds is None or one_off_horizon_seconds <= horizon_seconds
+            else timedelta(seconds=one_off_horizon_seconds))
         self.batch_size = batch_size
         self.per_job_limit = per_job_limit
         self.on_planned = on_planned
@@ -198,12 +206,13 @@ class Planner(Loop):
     async def run_once(self, now: datetime) -> tuple[int, bool]:
         """Plan one batch. Returns (occurrences inserted, whether more jobs may be due)."""
         until = now + self.horizon
+        until_one_off = None if self.one_off_horizon is None else now + self.one_off_horizon
         shards = None if self.shards is None else self.shards()
         if shards is not None and not shards:
             return 0, False  # no shard leased (yet): another scheduler plans them
-        jobs = await self.store.job_due(
-            JobDueParams(until=until, limit=self.batch_size, shards=shards))
-        planned: list[tuple[Job, Schedule]] = []
+        jobs = await self.store.job_due(JobDueParams(
+            until=until, limit=self.batch_size, shards=shards, until_one_off=until_one_off))
+        planned: list[tuple[Job, Schedule, datetime]] = []
         calendars: dict[str, Calendar] | None = None
         for job in jobs:
             try:
@@ -217,11 +226,12 @@ class Planner(Loop):
                 log.error("job %s (%s) has a schedule that no longer compiles: %s",
                           job.spec.name, job.id, exc)
                 continue
-            planned.append((job, schedule))
+            planned.append((job, schedule, until_one_off if until_one_off is not None
+                            and job.spec.schedule.type == "at" else until))
         if self.bursts is not None:
-            self.bursts.count(planned, now, until, self.per_job_limit)
-        advances = [plan_job(job, schedule, now, until, self.per_job_limit, bursts=self.bursts)
-                    for job, schedule in planned]
+            self.bursts.count(planned, now, self.per_job_limit)
+        advances = [plan_job(job, schedule, now, job_until, self.per_job_limit,
+                             bursts=self.bursts) for job, schedule, job_until in planned]
         inserted = 0
         if advances:
             inserted = await self.store.job_advance_many(

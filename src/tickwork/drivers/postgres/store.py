@@ -222,7 +222,8 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
                 await take_version(conn, p.version, p.now)
                 row = await fetch_one(conn, Q["job_update"], (
                     s.name, s.queue, s.priority, s.kind, s.overlap.value, s.timeout_seconds,
-                    spec_to_json(s), list(s.tags), s.paused, p.next_run_at, p.now, p.actor, p.id))
+                    spec_to_json(s), list(s.tags), s.paused, p.next_run_at, p.now, p.actor,
+                    s.schedule.type == "at", p.id))
                 if row is not None:
                     if p.replan:
                         await conn.execute(Q["occurrence_unplan"], {"id": p.id, "now": p.now})
@@ -266,7 +267,8 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
     async def job_due(self, p: b.JobDueParams) -> list[Job]:
         async with self.pool.transaction() as conn:
             rows = await fetch_all(conn, Q["job_due"], {
-                "until": p.until, "limit": min(p.limit, b.MAX_BATCH),
+                "until": p.until, "until_once": p.until_one_off,
+                "limit": min(p.limit, b.MAX_BATCH),
                 "shards": None if p.shards is None else sorted(p.shards)})
         return [job_from_row(r, self._specs) for r in rows]
 
@@ -310,7 +312,7 @@ def _new_jobs(items: list[b.JobCreateParams], shards: int) -> list[Job]:
 # The columns of job_copy and job_insert, in order, as job_row gives them.
 JOB_COPYTYPES = ("text", "text", "text", "int4", "text", "text", "float8", "text", "text[]",
                   "bool", "timestamptz", "int4", "timestamptz", "timestamptz", "text", "text",
-                  "text")
+                  "text", "bool")
 
 
 def job_row(job: Job, spec_json: str | None = None) -> tuple[Any, ...]:
@@ -318,7 +320,7 @@ def job_row(job: Job, spec_json: str | None = None) -> tuple[Any, ...]:
     return (job.id, s.name, s.queue, s.priority, s.kind, s.overlap.value, s.timeout_seconds,
             spec_to_json(s) if spec_json is None else spec_json, list(s.tags), s.paused,
             job.next_run_at, job.shard, job.created_at, job.updated_at, job.created_by,
-            job.updated_by, job.namespace)
+            job.updated_by, job.namespace, s.schedule.type == "at")
 
 
 def _first_repeat(values: list[T]) -> T:

@@ -192,7 +192,7 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
                     cur = conn.execute(Q["job_update"], (
                         s.name, s.queue, s.priority, s.kind, s.overlap.value, spec_to_json(s),
                         json.dumps(s.tags), int(s.paused), to_us_or_none(p.next_run_at),
-                        to_us(p.now), p.actor, p.id,
+                        to_us(p.now), p.actor, int(s.schedule.type == "at"), p.id,
                     ))
                 except sqlite3.IntegrityError as exc:
                     row = conn.execute(Q["job_by_id"], (p.id,)).fetchone()
@@ -242,8 +242,9 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
     async def job_due(self, p: b.JobDueParams) -> list[Job]:
         def run(conn: sqlite3.Connection) -> list[Job]:
             shards = None if p.shards is None else json.dumps(sorted(p.shards))
-            rows = conn.execute(Q["job_due"], (
-                to_us(p.until), shards, shards, min(p.limit, b.MAX_BATCH)))
+            rows = conn.execute(Q["job_due"], {
+                "until": to_us(p.until), "until_once": to_us_or_none(p.until_one_off),
+                "shards": shards, "limit": min(p.limit, b.MAX_BATCH)})
             return [job_from_row(r, self._specs) for r in rows]
 
         return await self._conn.run(run)
@@ -297,7 +298,8 @@ def job_rows(items: list[b.JobCreateParams]) -> tuple[list[Job], list[Row], list
         jobs.append(job)
         rows.append((job.id, s.name, s.queue, s.priority, s.kind, s.overlap.value,
                      spec, json.dumps(s.tags) if s.tags else "[]", int(s.paused),
-                     next_us, now_us, now_us, item.actor, item.actor, item.namespace))
+                     next_us, now_us, now_us, item.actor, item.actor, item.namespace,
+                     int(s.schedule.type == "at")))
     audits: list[Row] = [(row[10], row[12], AuditAction.CREATE.value, row[0], row[1], None,
                           None) for row in rows]
     return jobs, rows, audits

@@ -1,12 +1,13 @@
 -- name: job_copy
 COPY jobs (id, name, queue, priority, kind, overlap, timeout_seconds, spec, tags, paused,
-           next_run_at, shard, created_at, updated_at, created_by, updated_by, namespace)
+           next_run_at, shard, created_at, updated_at, created_by, updated_by, namespace, once)
 FROM STDIN (FORMAT BINARY)
 
 -- name: job_insert
 INSERT INTO jobs (id, name, queue, priority, kind, overlap, timeout_seconds, spec, tags, paused,
-                  next_run_at, shard, created_at, updated_at, created_by, updated_by, namespace)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                  next_run_at, shard, created_at, updated_at, created_by, updated_by, namespace,
+                  once)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 -- name: job_by_id
 SELECT * FROM jobs WHERE id = %s AND deleted_at IS NULL
@@ -37,7 +38,7 @@ SELECT pg_advisory_xact_lock(hashtextextended('tickwork.namespace:' || %s, 0))
 UPDATE jobs
 SET name = %s, queue = %s, priority = %s, kind = %s, overlap = %s, timeout_seconds = %s,
     spec = %s, tags = %s, paused = %s, next_run_at = %s, version = version + 1, updated_at = %s,
-    updated_by = %s
+    updated_by = %s, once = %s
 WHERE id = %s AND deleted_at IS NULL
 RETURNING *
 
@@ -65,10 +66,25 @@ WHERE id = %(id)s AND deleted_at IS NULL
 
 -- name: job_due
 -- shards NULL: every shard (a single scheduler); otherwise only the shards this one leases.
-SELECT * FROM jobs
-WHERE deleted_at IS NULL AND NOT paused AND next_run_at IS NOT NULL
-  AND next_run_at <= %(until)s
-  AND (%(shards)b::integer[] IS NULL OR shard = ANY(%(shards)b::integer[]))
+-- Every job due by `until`, then the one-off jobs due by `until_once` (a longer horizon;
+-- NULL: none), each part walking its own index in order (jobs_due, jobs_due_once) and
+-- stopping at the limit: one condition joining both with OR would walk jobs_due past
+-- `until`, through every recurring job, to find the one-off ones.
+SELECT * FROM (
+    (SELECT * FROM jobs
+     WHERE deleted_at IS NULL AND NOT paused AND next_run_at IS NOT NULL
+       AND next_run_at <= %(until)s
+       AND (%(shards)b::integer[] IS NULL OR shard = ANY(%(shards)b::integer[]))
+     ORDER BY next_run_at
+     LIMIT %(limit)s)
+    UNION ALL
+    (SELECT * FROM jobs
+     WHERE once AND deleted_at IS NULL AND NOT paused AND next_run_at IS NOT NULL
+       AND next_run_at > %(until)s AND next_run_at <= %(until_once)s
+       AND (%(shards)b::integer[] IS NULL OR shard = ANY(%(shards)b::integer[]))
+     ORDER BY next_run_at
+     LIMIT %(limit)s)
+) due
 ORDER BY next_run_at
 LIMIT %(limit)s
 

@@ -1,7 +1,7 @@
 -- name: job_insert
 INSERT INTO jobs (id, name, queue, priority, kind, overlap, spec, tags, paused, next_run_at,
-                  created_at, updated_at, created_by, updated_by, namespace)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                  created_at, updated_at, created_by, updated_by, namespace, once)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 -- name: job_by_id
 SELECT * FROM jobs WHERE id = ? AND deleted_at IS NULL
@@ -18,7 +18,7 @@ SELECT count(*) FROM jobs WHERE namespace = ? AND deleted_at IS NULL
 -- name: job_update
 UPDATE jobs
 SET name = ?, queue = ?, priority = ?, kind = ?, overlap = ?, spec = ?, tags = ?, paused = ?,
-    next_run_at = ?, version = version + 1, updated_at = ?, updated_by = ?
+    next_run_at = ?, version = version + 1, updated_at = ?, updated_by = ?, once = ?
 WHERE id = ? AND deleted_at IS NULL
 
 -- name: occurrence_unplan
@@ -38,11 +38,27 @@ UPDATE jobs SET deleted_at = ?, next_run_at = NULL, updated_at = ?, updated_by =
 WHERE id = ? AND deleted_at IS NULL
 
 -- name: job_due
-SELECT * FROM jobs
-WHERE deleted_at IS NULL AND paused = 0 AND next_run_at IS NOT NULL AND next_run_at <= ?
-  AND (? IS NULL OR shard IN (SELECT value FROM json_each(?)))  -- shards: NULL means all
+-- Every job due by :until, then the one-off jobs due by :until_once (a longer horizon; NULL:
+-- none), each part walking its own index in order (jobs_due, jobs_due_once) and stopping at
+-- the limit (postgres/queries/jobs.sql says why not one condition with OR).
+SELECT * FROM (
+    SELECT * FROM (
+        SELECT * FROM jobs
+        WHERE deleted_at IS NULL AND paused = 0 AND next_run_at IS NOT NULL
+          AND next_run_at <= :until
+          AND (:shards IS NULL OR shard IN (SELECT value FROM json_each(:shards)))
+        ORDER BY next_run_at
+        LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (
+        SELECT * FROM jobs
+        WHERE once = 1 AND deleted_at IS NULL AND paused = 0 AND next_run_at IS NOT NULL
+          AND next_run_at > :until AND next_run_at <= :until_once
+          AND (:shards IS NULL OR shard IN (SELECT value FROM json_each(:shards)))
+        ORDER BY next_run_at
+        LIMIT :limit))
 ORDER BY next_run_at
-LIMIT ?
+LIMIT :limit
 
 -- name: job_advance
 UPDATE jobs SET next_run_at = ?

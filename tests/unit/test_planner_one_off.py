@@ -1,0 +1,126 @@
+"""One-off jobs are planned further ahead than recurring ones (planner_one_off_horizon_seconds),
+on both drivers: a burst of them due at one instant is planned before that instant."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tickwork.clock import FakeClock
+from tickwork.drivers.base import JobDueParams, JobUpdateParams, OccurrenceListParams, Store
+from tickwork.drivers.postgres.store import PostgresStore
+from tickwork.drivers.sqlite.store import SqliteStore
+from tickwork.models import Job, ScheduleSpec
+from tickwork.scheduler.planner import Planner
+from tickwork.testing.factories import NOW, add_job, seconds
+
+
+def once(after: float) -> ScheduleSpec:
+    return ScheduleSpec(type="at", at=NOW + seconds(after))
+
+
+def every(seconds_: float, start_after: float) -> ScheduleSpec:
+    return ScheduleSpec(type="every", every_seconds=seconds_,
+                        start_at=NOW + seconds(start_after))
+
+
+async def planned(store: Store, job: Job) -> list[float]:
+    runs = await store.occurrence_list(OccurrenceListParams(job_id=job.id))
+    return sorted((o.scheduled_at - NOW).total_seconds() for o in runs)
+
+
+async def test_one_off_jobs_are_planned_within_their_longer_horizon(each_store: Store) -> None:
+    soon = await add_job(each_store, "soon", schedule=once(3), next_run_at=NOW + seconds(3))
+    later = await add_job(each_store, "later", schedule=once(40), next_run_at=NOW + seconds(40))
+    beyond = await add_job(each_store, "beyond", schedule=once(90), next_run_at=NOW + seconds(90))
+    recurring = await add_job(each_store, "recurring", schedule=every(10, 40),
+                              next_run_at=NOW + seconds(40))
+    planner = Planner(store=each_store, clock=FakeClock(NOW), horizon_seconds=5,
+                      one_off_horizon_seconds=60)
+    assert (await planner.run_once(NOW))[0] == 2
+    assert [await planned(each_store, j) for j in (soon, later, beyond, recurring)] == [
+        [3.0], [40.0], [], []]
+    # The recurring job comes within its own horizon, and only its runs within it.
+    await planner.run_once(NOW + seconds(36))
+    assert await planned(each_store, recurring) == [40.0]
+    assert await planned(each_store, beyond) == [90.0]
+
+
+async def test_without_a_longer_horizon_one_off_jobs_wait_for_the_common_one(
+        each_store: Store) -> None:
+    later = await add_job(each_store, "later", schedule=once(40), next_run_at=NOW + seconds(40))
+    for longer in (None, 5.0, 2.0):  # unset, or not longer: the common horizon
+        planner = Planner(store=each_store, clock=FakeClock(NOW), horizon_seconds=5,
+                          one_off_horizon_seconds=longer)
+        assert (await planner.run_once(NOW))[0] == 0
+    assert await planned(each_store, later) == []
+
+
+async def test_the_longer_horizon_reads_no_recurring_job_and_honours_the_limit(
+        each_store: Store) -> None:
+    """Recurring jobs due between the two horizons are not returned, however many: the one-off
+    part walks its own index. Due jobs come first, then the one-off ones, the batch bounded."""
+    for i in range(30):
+        await add_job(each_store, f"r{i}", schedule=every(10, 20), next_run_at=NOW + seconds(20))
+    for i in range(5):
+        await add_job(each_store, f"o{i}", schedule=once(30 + i), next_run_at=NOW + seconds(30 + i))
+    await add_job(each_store, "due", schedule=every(10, 1), next_run_at=NOW + seconds(1))
+    due = await each_store.job_due(JobDueParams(until=NOW + seconds(5), limit=4,
+                                           until_one_off=NOW + seconds(60)))
+    assert [j.spec.name for j in due] == ["due", "o0", "o1", "o2"]
+    assert [j.spec.name for j in await each_store.job_due(JobDueParams(
+        until=NOW + seconds(5), until_one_off=NOW + seconds(32)))] == ["due", "o0", "o1", "o2"]
+
+
+async def test_an_updated_schedule_moves_a_job_between_the_horizons(each_store: Store) -> None:
+    """The each_store keeps which jobs are one-off with the spec: a one-off job made recurring
+    is planned within the common horizon only, and back."""
+    job = await add_job(each_store, "changing", schedule=once(30), next_run_at=NOW + seconds(30))
+    params = JobDueParams(until=NOW + seconds(5), until_one_off=NOW + seconds(60))
+    assert [j.id for j in await each_store.job_due(params)] == [job.id]
+    for schedule, found in ((every(10, 30), []), (once(30), [job.id])):
+        await each_store.job_update(JobUpdateParams(
+            id=job.id, spec=replace(job.spec, schedule=schedule),
+            next_run_at=NOW + seconds(30), now=NOW, replan=True))
+        assert [j.id for j in await each_store.job_due(params)] == found
+    assert [j.id for j in await each_store.job_due(params)] == [job.id]
+
+
+@pytest.mark.parametrize("driver", ["sqlite", "postgres"])
+async def test_the_migration_marks_the_one_off_jobs_already_stored(
+        driver: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Jobs stored before the column existed: the one-off ones are marked from their spec,
+    so the planner finds them within the longer horizon after the upgrade."""
+    store: Store
+    if driver == "postgres":
+        url = request.getfixturevalue("postgres_url")
+        store = PostgresStore(url)
+    else:
+        store = SqliteStore(f"sqlite:///{tmp_path}/tickwork.db")
+    await store.migrate()
+    one_off = await add_job(store, "one-off", schedule=once(30), next_run_at=NOW + seconds(30))
+    await add_job(store, "recurring", schedule=every(10, 30), next_run_at=NOW + seconds(30))
+    before = ["DROP INDEX jobs_due_once", "ALTER TABLE jobs DROP COLUMN once",
+              "DELETE FROM tickwork_migrations WHERE name LIKE '%one_off_horizon%'"]
+    if driver == "postgres":
+        with psycopg.connect(url, autocommit=True) as conn:
+            for statement in before:
+                conn.execute(statement)  # type: ignore[call-overload]
+    else:
+        await store.close()
+        with sqlite3.connect(tmp_path / "tickwork.db") as conn:
+            for statement in before:
+                conn.execute(statement)
+        conn.close()
+        store = SqliteStore(f"sqlite:///{tmp_path}/tickwork.db")
+    try:
+        await store.migrate()
+        due = await store.job_due(JobDueParams(until=NOW + seconds(5),
+                                               until_one_off=NOW + seconds(60)))
+        assert [j.id for j in due] == [one_off.id]
+    finally:
+        await store.close()
