@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from test_redis_worker import Stack, put, stack  # noqa: F401  (stack: a fixture)
+from test_redis_worker import Stack, put, settled, stack  # noqa: F401  (stack: a fixture)
 
 from tickwork.document.limits import Limits
 from tickwork.drivers.base import OccurrenceInsertParams
@@ -37,7 +37,7 @@ async def test_max_running_holds_deliveries_and_re_arms_them(
     assert (stats.due, stats.pending) == (2, 1)  # re-armed; the running one's entry pending
     (running,) = first.claims
     await complete(stack.store, now, completion(running))
-    await stack.source.after_complete(running, completion(running), applied=True)
+    await settled(stack.source, running, completion(running))
     later = now + timedelta(seconds=1)
     assert (await stack.dispatch.due_promote(DuePromoteParams("default"))).moved == 2
     second = await stack.source.claim("default", 8, later)

@@ -35,7 +35,7 @@ from tickwork.drivers.dispatch import (
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.redis.dispatch import RedisDispatch
 from tickwork.drivers.redis.keys import member
-from tickwork.models import OccurrenceState, rfc3339
+from tickwork.models import Claim, OccurrenceState, rfc3339
 from tickwork.scheduler.dispatch import SchedulerDispatch
 from tickwork.scheduler.planner import Planner
 from tickwork.scheduler.reconciler import StoreWaitingSource
@@ -90,6 +90,13 @@ class Stack:
             assert ok, c
             done.append(c)
         return done
+
+
+async def settled(source: RedisClaimSource, claim: Claim, result: Completion) -> None:
+    """What the completer does once the store took ``result``: settle its delivery."""
+    step = source.settle(claim, result, applied=True)
+    if step is not None:
+        await step
 
 
 def near_now() -> FakeClock:
@@ -183,7 +190,7 @@ async def test_not_due_is_re_armed_and_gone_is_acked(stack: Stack) -> None:
     await put(stack, done.id, now, due=now)
     (claimed,) = (await stack.source.claim("default", 8, now)).claims
     await complete(stack.store, now, completion(claimed))
-    await stack.source.after_complete(claimed, completion(claimed), applied=True)
+    await settled(stack.source, claimed, completion(claimed))
     await put(stack, done.id, now, due=now)  # delivered again after it ran
     assert (await stack.source.claim("default", 8, now)).claims == []
     await stack.source.stop()
@@ -202,7 +209,7 @@ async def test_retry_is_written_then_re_armed(stack: Stack) -> None:
     retry_at = now + timedelta(seconds=7)
     result = completion(claimed, state=S.RETRYING, due_at=retry_at)
     assert await complete(stack.store, now, result) == [True]
-    await stack.source.after_complete(claimed, result, applied=True)
+    await settled(stack.source, claimed, result)
     member = due_member(stack.dispatch, occurrence_key(job.id, now))
     assert await stack.dispatch.client.zscore(stack.dispatch.keys.due("default"),
                                               member) == to_ms(retry_at)
@@ -263,7 +270,7 @@ async def test_degraded_mode_claims_from_the_store_and_returns(
         # The key reaches Redis after the SQL path ran it: the store calls it gone, and
         # the entry is acked, not run twice.
         await complete(stack.store, now, completion(claimed))
-        await source.after_complete(claimed, completion(claimed), applied=True)
+        await settled(source, claimed, completion(claimed))
         await dispatch.due_add(DueAddParams([DueItem("default", occurrence_key(job.id, now),
                                                      to_ms(now))]))
         await dispatch.due_promote(DuePromoteParams("default"))

@@ -296,12 +296,6 @@ class RedisClaimSource:
                 continue
             failpoint("after_ack")
 
-    async def after_complete(self, claim: Claim, completion: Completion,
-                             applied: bool) -> None:
-        step = self.settle(claim, completion, applied)
-        if step is not None:
-            await step
-
     def settle(self, claim: Claim, completion: Completion,
                applied: bool) -> Coroutine[Any, Any, None] | None:
         """An ack is only queued (the ack loop sends them in batches): done now. A retry is

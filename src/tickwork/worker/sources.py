@@ -41,15 +41,11 @@ class ClaimSource(Protocol):
         free (a wake-up or a freed slot ends the sleep sooner)."""
         ...
 
-    async def after_complete(self, claim: Claim, completion: Completion,
-                             applied: bool) -> None:
-        """The store has the result (or fenced it off): settle the delivery, if any."""
-        ...
-
     def settle(self, claim: Claim, completion: Completion,
                applied: bool) -> Coroutine[Any, Any, None] | None:
-        """``after_complete`` as the completer calls it for each run it wrote: what needs no
-        wait is done now; what does (a call to Redis) comes back as a coroutine to run."""
+        """The store has the result (or fenced it off): settle the delivery, if any. The
+        completer calls it for each run it wrote: what needs no wait is done now; what does
+        (a call to Redis) comes back as a coroutine to run."""
         ...
 
     async def dropped(self, claim: Claim) -> None:
@@ -113,10 +109,6 @@ class SqlClaimSource:
             # without spinning.
             timeout = min(timeout, wait if wait > 0 else 0.05)
         return timeout
-
-    async def after_complete(self, claim: Claim, completion: Completion,
-                             applied: bool) -> None:
-        pass
 
     def settle(self, claim: Claim, completion: Completion,
                applied: bool) -> Coroutine[Any, Any, None] | None:
