@@ -152,7 +152,11 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
                             await copy.write_row(job_row(job, spec))
                 for version, now in versions:
                     await take_version(conn, version, now)
-                await conn.execute(Q["audit_insert_created"], {"ids": [j.id for j in jobs]})
+                async with cur.copy(Q["audit_copy_created"]) as copy:
+                    copy.set_types(AUDIT_COPYTYPES)
+                    for job in jobs:
+                        await copy.write_row((job.created_at, job.created_by, CREATE,
+                                              job.id, job.spec.name))
                 if p.max_jobs is not None:
                     row = await fetch_one(conn, Q["jobs_in_namespace"], (space,))
                     assert row is not None
@@ -309,6 +313,9 @@ def _new_jobs(items: list[b.JobCreateParams], shards: int) -> list[Job]:
     return jobs
 
 
+# The columns of audit_copy_created, in order.
+AUDIT_COPYTYPES = ("timestamptz", "text", "text", "text", "text")
+CREATE = AuditAction.CREATE.value
 # The columns of job_copy and job_insert, in order, as job_row gives them.
 JOB_COPYTYPES = ("text", "text", "text", "int4", "text", "text", "float8", "text", "text[]",
                   "bool", "timestamptz", "int4", "timestamptz", "timestamptz", "text", "text",

@@ -4,6 +4,12 @@ VALUES (%(now)s, %(actor)s, %(action)s, %(job_id)s,
         COALESCE(%(name)s, (SELECT name FROM jobs WHERE id = %(job_id)s)),
         %(scheduled_at)s, %(details)s)
 
+-- name: audit_copy_created
+-- One 'create' entry per job of a batch, sent with the jobs (their row, their creator, their
+-- time). Read back from the rows just written instead (an INSERT ... SELECT by id), each
+-- entry cost a probe of jobs by its key: a fifth of bulk creation's time.
+COPY audit_log (created_at, actor, action, job_id, job_name) FROM STDIN (FORMAT BINARY)
+
 -- name: audit_insert_created
 -- One 'create' entry per job of a batch, read from the rows just written.
 INSERT INTO audit_log (created_at, actor, action, job_id, job_name)
