@@ -10,13 +10,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tickwork.client import AsyncClient
 from tickwork.clock import FakeClock
 from tickwork.drivers.base import JobDueParams, JobUpdateParams, OccurrenceListParams, Store
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.models import Job, ScheduleSpec
 from tickwork.scheduler.planner import Planner
-from tickwork.testing.factories import NOW, add_job, seconds
+from tickwork.testing.factories import NOW, add_job, job_spec, seconds
 
 
 def once(after: float) -> ScheduleSpec:
@@ -124,3 +125,30 @@ async def test_the_migration_marks_the_one_off_jobs_already_stored(
         assert [j.id for j in due] == [one_off.id]
     finally:
         await store.close()
+
+
+async def test_a_planned_run_moves_with_its_jobs_queue_and_priority(each_store: Store) -> None:
+    """A run planned and not due yet carries its job's queue, priority and attempts: an
+    update of those plans it again with the new ones (a one-off job's is planned up to a
+    minute ahead, a recurring job's within the common horizon). A run already due stays."""
+    clock = FakeClock(NOW)
+    client = AsyncClient(each_store, clock=clock)
+    one_off, recurring = await client.create_jobs([
+        job_spec("one-off", schedule=once(40)), job_spec("recurring", schedule=every(2, 0))])
+    planner = Planner(store=each_store, clock=clock, horizon_seconds=5,
+                      one_off_horizon_seconds=60)
+    await planner.run_once(clock.now())
+    clock.advance(1)  # the recurring job's runs at 0 and 1 s are due now, 2 and 4 s are not
+    for job in (one_off, recurring):
+        await client.update_job(job.id, {"queue": "mail", "priority": 5,
+                                         "retry": {"max_attempts": 7}})
+    await planner.run_once(clock.now())
+
+    async def runs(job: Job) -> list[tuple[float, str, int, int]]:
+        found = await each_store.occurrence_list(OccurrenceListParams(job_id=job.id))
+        return sorted(((o.scheduled_at - NOW).total_seconds(), o.queue, o.priority,
+                       o.max_attempts) for o in found)
+
+    assert await runs(one_off) == [(40.0, "mail", 5, 7)]
+    assert await runs(recurring) == [(0.0, "default", 0, 3), (2.0, "mail", 5, 7),
+                                      (4.0, "mail", 5, 7), (6.0, "mail", 5, 7)]

@@ -313,14 +313,18 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
         if (spec.payload, spec.alerts) != (current.spec.payload, current.spec.alerts):
             await check_secrets(spec, current.namespace, self.admin.secret_names)
         next_run = current.next_run_at
-        if spec.schedule != current.spec.schedule:
+        rescheduled = spec.schedule != current.spec.schedule
+        # A planned run carries its job's queue, priority and attempts: one not due yet (a
+        # one-off job's is planned up to a minute ahead) is planned again with the new ones.
+        moved = _planned_with(spec) != _planned_with(current.spec)
+        if rescheduled:
             next_run = await self._first_run(spec, now, current.id)
             check_runs(spec, next_run, now)
-        elif next_run is None:
+        elif next_run is None or moved:
             next_run = await self._first_run(spec, now, current.id)
         updated = await self.store.job_update(
             JobUpdateParams(id=current.id, spec=spec, next_run_at=next_run, now=now,
-                            replan=spec.schedule != current.spec.schedule,
+                            replan=rescheduled or moved,
                             actor=self._who(actor), diff=spec_diff(current.spec, spec),
                             version=versioned(current.spec.name, version,
                                              current.namespace)))
@@ -441,3 +445,8 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
 
 # The synchronous facade, defined over AsyncClient (imported last: it imports this module).
 from tickwork.client.sync import Client as Client  # noqa: E402
+
+
+def _planned_with(spec: JobSpec) -> tuple[str, int, int]:
+    """What a planned run copies from its job besides its times."""
+    return spec.queue, spec.priority, spec.retry.max_attempts

@@ -98,9 +98,10 @@ class JobUpdateParams:
     # What changed, for the audit entry: {field: {"before": ..., "after": ...}}.
     diff: dict[str, Any] | None = None
     version: JobVersion | None = None
-    # The schedule changed: the runs planned from the old one that are not due yet (never
-    # started, triggered by the schedule) are removed with the update, and the planner plans
-    # the new schedule's from next_run_at. Runs already due, started, or triggered otherwise
+    # The schedule changed, or what a planned run copies from its job (queue, priority,
+    # maximum attempts): the runs planned before that are not due yet (never started,
+    # triggered by the schedule) are removed with the update, and the planner plans them
+    # again from next_run_at. Runs already due, started, or triggered otherwise
     # (manually, by a backfill or a chain) stay.
     replan: bool = False
 
