@@ -66,3 +66,15 @@ async def test_claim_candidates_follow_the_due_index_without_a_sort(
             "EXPLAIN QUERY PLAN " + (_FRESH_CANDIDATES if name == "fresh" else Q[name]), ARGS))
     assert "USING INDEX occurrences_due" in plan, plan
     assert "TEMP B-TREE" not in plan, plan
+
+
+async def test_the_planners_two_walks_each_use_their_own_index(
+        store: SqliteStore, tmp_path: Path) -> None:
+    """Every job due within the horizon through jobs_due, the one-off ones due within the
+    longer horizon through jobs_due_once: neither scans the table."""
+    with sqlite3.connect(tmp_path / "t.db") as conn:
+        plan = [r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + Q["job_due"], {
+            "until": 1, "until_once": 2, "shards": None, "limit": 10})]
+    assert any(step.startswith("SEARCH jobs USING INDEX jobs_due ") for step in plan), plan
+    assert any(step.startswith("SEARCH jobs USING INDEX jobs_due_once ") for step in plan), plan
+    assert not any(step.startswith("SCAN jobs") for step in plan), plan
