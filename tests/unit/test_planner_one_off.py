@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 import psycopg
@@ -12,12 +13,26 @@ import pytest
 
 from tickwork.client import AsyncClient
 from tickwork.clock import FakeClock
-from tickwork.drivers.base import JobDueParams, JobUpdateParams, OccurrenceListParams, Store
+from tickwork.drivers.base import (
+    JobDueParams,
+    JobListParams,
+    JobUpdateParams,
+    OccurrenceListParams,
+    Store,
+)
 from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.models import Job, ScheduleSpec
 from tickwork.scheduler.planner import Planner
-from tickwork.testing.factories import NOW, add_job, job_spec, seconds
+from tickwork.testing.factories import (
+    NOW,
+    add_job,
+    claim,
+    complete,
+    completion,
+    job_spec,
+    seconds,
+)
 
 
 def once(after: float) -> ScheduleSpec:
@@ -152,3 +167,25 @@ async def test_a_planned_run_moves_with_its_jobs_queue_and_priority(each_store: 
     assert await runs(one_off) == [(40.0, "mail", 5, 7)]
     assert await runs(recurring) == [(0.0, "default", 0, 3), (2.0, "mail", 5, 7),
                                       (4.0, "mail", 5, 7), (6.0, "mail", 5, 7)]
+
+
+async def test_a_planned_one_off_job_still_shows_its_next_run(each_store: Store) -> None:
+    """Planned up to a minute ahead, a one-off job's stored next_run_at is empty; read by id,
+    by name or in a listing it shows the time of its run until that run starts."""
+    job = await add_job(each_store, "soon", schedule=once(40), next_run_at=NOW + seconds(40))
+    planner = Planner(store=each_store, clock=FakeClock(NOW), horizon_seconds=5,
+                      one_off_horizon_seconds=60)
+    await planner.run_once(NOW)
+    assert (await each_store.job_due(JobDueParams(until=NOW + seconds(90)))) == []  # planned
+
+    async def shown() -> set[datetime | None]:
+        listed = await each_store.job_list(JobListParams())
+        return {(await each_store.job_get(job.id)).next_run_at,
+                (await each_store.job_get("soon")).next_run_at,
+                *(j.next_run_at for j in listed)}
+
+    assert await shown() == {NOW + seconds(40)}
+    (running,) = (await claim(each_store, NOW + seconds(40))).claims
+    assert await shown() == {None}
+    await complete(each_store, NOW + seconds(41), completion(running))
+    assert await shown() == {None}

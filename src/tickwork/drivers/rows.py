@@ -7,6 +7,7 @@ about a row is the same, so it is read in one place.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -88,6 +89,16 @@ class RowReader:
             updated_by=row["updated_by"],
             namespace=row["namespace"],
         )
+
+    def job_shown(self, row: RowLike, specs: SpecCache) -> Job:
+        """``job``, as a reader is shown it: a one-off job's next run is its run planned and
+        not started yet (``planned_run_at``), which the stored next_run_at no longer holds
+        once the planner has planned it (up to planner_one_off_horizon_seconds ahead)."""
+        job = self.job(row, specs)
+        planned = row["planned_run_at"]
+        if job.next_run_at is not None or planned is None:
+            return job
+        return replace(job, next_run_at=self.instant(planned))
 
     def occurrence(self, row: RowLike) -> Occurrence:
         return self._occurrence(

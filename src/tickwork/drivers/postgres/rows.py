@@ -28,6 +28,7 @@ def instant_or_none(value: datetime | None) -> datetime | None:
 
 _read = RowReader(instant)
 job_from_row = _read.job
+job_shown = _read.job_shown
 occurrence_from_row = _read.occurrence
 occurrence_claimed = _read.claimed
 attempt_from_row = _read.attempt

@@ -31,6 +31,7 @@ from tickwork.drivers.postgres.occurrences import OccurrenceMethods
 from tickwork.drivers.postgres.rows import (
     DEFAULT_SHARD_COUNT,
     job_from_row,
+    job_shown,
     shard_of,
 )
 from tickwork.drivers.postgres.versions import VersionMethods, take_version
@@ -193,7 +194,7 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
                                          {"name": ref, "namespace": namespace})
         if row is None:
             raise JobNotFound(ref)
-        return job_from_row(row, self._specs)
+        return job_shown(row, self._specs)
 
     async def job_list(self, p: b.JobListParams) -> list[Job]:
         where: list[sql.Composable] = [sql.SQL("deleted_at IS NULL")]
@@ -212,12 +213,12 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
         if p.after_name is not None:
             where.append(sql.SQL('name COLLATE "C" > %s'))
             args.append(p.after_name)
-        query = sql.SQL("SELECT * FROM jobs WHERE {} ORDER BY name COLLATE \"C\" LIMIT %s").format(
-            sql.SQL(" AND ").join(where))
+        query = sql.SQL("SELECT *, {} FROM jobs WHERE {} ORDER BY name COLLATE \"C\" LIMIT %s"
+                        ).format(sql.SQL(PLANNED_RUN_AT), sql.SQL(" AND ").join(where))
         args.append(min(p.limit, b.MAX_BATCH))
         async with self.pool.transaction() as conn:
             rows = await (await conn.execute(query, args)).fetchall()
-        return [job_from_row(r, self._specs) for r in rows]
+        return [job_shown(r, self._specs) for r in rows]
 
     async def job_update(self, p: b.JobUpdateParams) -> Job:
         s = p.spec
@@ -313,6 +314,11 @@ def _new_jobs(items: list[b.JobCreateParams], shards: int) -> list[Job]:
     return jobs
 
 
+# A one-off job's run planned and not started yet (job_by_id and job_by_name have it too).
+PLANNED_RUN_AT = """(CASE WHEN once AND next_run_at IS NULL THEN (
+    SELECT min(o.scheduled_at) FROM occurrences o
+    WHERE o.job_id = jobs.id AND o.trigger = 'schedule' AND o.state IN ('scheduled', 'queued'))
+  END) AS planned_run_at"""
 # The columns of audit_copy_created, in order.
 AUDIT_COPYTYPES = ("timestamptz", "text", "text", "text", "text")
 CREATE = AuditAction.CREATE.value

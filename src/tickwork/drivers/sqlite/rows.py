@@ -28,5 +28,6 @@ def from_us_or_none(value: int | None) -> datetime | None:
 
 _read = RowReader(from_us)
 job_from_row = _read.job
+job_shown = _read.job_shown
 occurrence_from_row = _read.occurrence
 attempt_from_row = _read.attempt

@@ -29,7 +29,7 @@ from tickwork.drivers.sqlite.control import SqliteControlMethods, audit
 from tickwork.drivers.sqlite.enqueue import SqliteEnqueueMethods
 from tickwork.drivers.sqlite.history import SqliteHistoryMethods
 from tickwork.drivers.sqlite.occurrences import SqliteOccurrenceMethods
-from tickwork.drivers.sqlite.rows import from_us, job_from_row, to_us, to_us_or_none
+from tickwork.drivers.sqlite.rows import from_us, job_from_row, job_shown, to_us, to_us_or_none
 from tickwork.drivers.sqlite.versions import SqliteVersionMethods, take_version
 from tickwork.errors import Conflict, JobNotFound, StoreError
 from tickwork.models import AuditAction, Job, JobSpec
@@ -147,7 +147,7 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
             row = row or conn.execute(Q["job_by_name"], (ref, namespace, namespace)).fetchone()
             if row is None:
                 raise JobNotFound(ref)
-            return job_from_row(row, self._specs)
+            return job_shown(row, self._specs)
 
         return await self._conn.run(run)
 
@@ -175,11 +175,12 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
         if p.after_name is not None:
             where.append("name > ?")
             args.append(p.after_name)
-        sql = f"SELECT * FROM jobs WHERE {' AND '.join(where)} ORDER BY name LIMIT ?"  # noqa: S608  (only fixed fragments; values are parameters)
+        sql = (f"SELECT *, {PLANNED_RUN_AT} FROM jobs "  # noqa: S608  (only fixed fragments; values are parameters)
+               f"WHERE {' AND '.join(where)} ORDER BY name LIMIT ?")
         args.append(min(p.limit, b.MAX_BATCH))
 
         def run(conn: sqlite3.Connection) -> list[Job]:
-            return [job_from_row(r, self._specs) for r in conn.execute(sql, args)]
+            return [job_shown(r, self._specs) for r in conn.execute(sql, args)]
 
         return await self._conn.run(run)
 
@@ -279,6 +280,13 @@ def _with_paused(spec: JobSpec, paused: bool) -> JobSpec:
 
 
 Row = tuple[object, ...]
+
+
+# A one-off job's run planned and not started yet (job_by_id and job_by_name have it too).
+PLANNED_RUN_AT = """(CASE WHEN once = 1 AND next_run_at IS NULL THEN (
+    SELECT min(o.scheduled_at) FROM occurrences o
+    WHERE o.job_id = jobs.id AND o.trigger = 'schedule' AND o.state IN ('scheduled', 'queued'))
+  END) AS planned_run_at"""
 
 
 def job_rows(items: list[b.JobCreateParams]) -> tuple[list[Job], list[Row], list[Row]]:

@@ -4,11 +4,21 @@ INSERT INTO jobs (id, name, queue, priority, kind, overlap, spec, tags, paused, 
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 -- name: job_by_id
-SELECT * FROM jobs WHERE id = ? AND deleted_at IS NULL
+-- planned_run_at (here and in job_by_name, job_list): a one-off job's run planned and not
+-- started yet, whose time its next_run_at no longer holds once planned (drivers/rows.py).
+SELECT *, (CASE WHEN once = 1 AND next_run_at IS NULL THEN (
+    SELECT min(o.scheduled_at) FROM occurrences o
+    WHERE o.job_id = jobs.id AND o.trigger = 'schedule' AND o.state IN ('scheduled', 'queued'))
+  END) AS planned_run_at
+FROM jobs WHERE id = ? AND deleted_at IS NULL
 
 -- name: job_by_name
 -- In one namespace, or (NULL) in 'default' first, then in the others by name.
-SELECT * FROM jobs WHERE name = ? AND deleted_at IS NULL AND (? IS NULL OR namespace = ?)
+SELECT *, (CASE WHEN once = 1 AND next_run_at IS NULL THEN (
+    SELECT min(o.scheduled_at) FROM occurrences o
+    WHERE o.job_id = jobs.id AND o.trigger = 'schedule' AND o.state IN ('scheduled', 'queued'))
+  END) AS planned_run_at
+FROM jobs WHERE name = ? AND deleted_at IS NULL AND (? IS NULL OR namespace = ?)
 ORDER BY namespace <> 'default', namespace
 LIMIT 1
 
