@@ -20,7 +20,6 @@ from tickwork.document import parse_job_document
 from tickwork.document.alerts import alert_policy, parse_alert_defaults
 from tickwork.drivers.alerts import AlertListParams, StoredAlert
 from tickwork.drivers.base import JobDeleteParams, JobUpdateParams, Store
-from tickwork.drivers.postgres.store import PostgresStore
 from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import ValidationError
 from tickwork.executors import ExecutorSettings, build_executors
@@ -68,17 +67,11 @@ async def receiver() -> AsyncIterator[Receiver]:
     await runner.cleanup()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    """Each test on both stores: the facts the evaluator reads are each driver's queries."""
-    s: Store
-    if request.param == "sqlite":
-        s = SqliteStore(f"sqlite:///{tmp_path}/t.db")
-    else:
-        s = PostgresStore(request.getfixturevalue("postgres_url"))
-    await s.migrate()
-    yield s
-    await s.close()
+@pytest.fixture
+def store(each_store: Store) -> Store:
+    """Each test on both stores (conftest's each_store): the facts the evaluator reads are
+    each driver's queries."""
+    return each_store
 
 
 @pytest.fixture

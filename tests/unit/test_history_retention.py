@@ -4,7 +4,6 @@ namespaces' run counts of past hours go with them."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import cast
@@ -35,16 +34,10 @@ from tickwork.testing.factories import (
 DAY = timedelta(days=1)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    s: SqliteStore | PostgresStore
-    if request.param == "sqlite":
-        s = SqliteStore(f"sqlite:///{tmp_path}/t.db")
-    else:
-        s = PostgresStore(request.getfixturevalue("postgres_url"))
-    await s.migrate()
-    yield s
-    await s.close()
+@pytest.fixture
+def store(each_store: Store) -> Store:
+    """Both stores (conftest's each_store)."""
+    return each_store
 
 
 async def test_finished_runs_attempts_and_old_audit_entries_go(store: Store) -> None:

@@ -8,9 +8,7 @@ Then the document, the store, the client and the planner carry it end to end.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -20,8 +18,6 @@ from tickwork.client import AsyncClient
 from tickwork.clock import FakeClock
 from tickwork.document import job_document, parse_job_document
 from tickwork.drivers.base import JobCreateParams, OccurrenceListParams, Store
-from tickwork.drivers.postgres.store import PostgresStore
-from tickwork.drivers.sqlite.store import SqliteStore
 from tickwork.errors import ValidationError
 from tickwork.models import ScheduleSpec
 from tickwork.scheduler.planner import Planner
@@ -124,17 +120,11 @@ def test_a_spec_with_both_an_offset_and_auto_is_refused() -> None:
                                       offset_auto=True))
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    """Both stores: each writes the automatic offset with the job and reads it back."""
-    store: Store
-    if request.param == "sqlite":
-        store = SqliteStore(f"sqlite:///{tmp_path}/tickwork.db")
-    else:
-        store = PostgresStore(request.getfixturevalue("postgres_url"))
-    await store.migrate()
-    yield store
-    await store.close()
+@pytest.fixture
+def store(each_store: Store) -> Store:
+    """Both stores (conftest's each_store): each writes the automatic offset with the job
+    and reads it back."""
+    return each_store
 
 
 async def test_created_jobs_keep_auto_and_plan_at_their_own_offset(store: Store) -> None:
