@@ -24,6 +24,19 @@ def _rows_read(node: dict[str, object], relation: str) -> int:
                      for child in node.get("Plans", []))  # type: ignore[attr-defined]
 
 
+def _numbered(sql: str, casts: dict[str, str] | None = None) -> tuple[str, list[str]]:
+    """``sql`` with its named placeholders as $1, $2, ... (a name used twice keeps its
+    number, with its cast from ``casts``) and the names in that order, for PREPARE."""
+    names: list[str] = []
+
+    def placeholder(match: re.Match[str]) -> str:
+        if match[1] not in names:
+            names.append(match[1])
+        return f"${names.index(match[1]) + 1}{(casts or {}).get(match[1], '')}"
+
+    return re.sub(r"%\((\w+)\)[bs]", placeholder, sql), names
+
+
 async def test_the_next_due_question_reads_a_row_per_priority_not_every_waiting_one(
         postgres_store: PostgresStore, postgres_url: str) -> None:
     """Idle workers ask it at every wake-up; min(due_at) over the queue read every waiting
@@ -62,14 +75,7 @@ def test_claim_candidates_walk_the_due_index_and_find_each_job_by_its_key(
     generic plan made for an empty table once hashed every job and sorted every due row."""
     params = {"queue": "'default'", "now": "'2030-01-02'", "server_clock": "false",
               "limit": "16", "hour": "'2030-01-01'", "top": "0", "after": "'2030-01-01'"}
-    names: list[str] = []
-
-    def placeholder(match: re.Match[str]) -> str:
-        if match[1] not in names:
-            names.append(match[1])
-        return f"${names.index(match[1]) + 1}"
-
-    text = re.sub(r"%\((\w+)\)[bs]", placeholder, sql)
+    text, names = _numbered(sql)
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("SET plan_cache_mode = force_generic_plan")
         conn.execute(f"PREPARE probe AS {text}")  # type: ignore[arg-type]
@@ -89,14 +95,7 @@ async def test_claim_candidates_stop_at_their_limit_once_a_burst_is_analysed(
     row, the estimate fell to one row and the plan sorted all 2,000 (55 ms a claim at 6,400)."""
     job = await add_job(postgres_store, "burst")
     await add_occurrences(postgres_store, job, *(NOW + seconds(i / 100) for i in range(2000)))
-    names: list[str] = []
-
-    def placeholder(match: re.Match[str]) -> str:
-        if match[1] not in names:
-            names.append(match[1])
-        return f"${names.index(match[1]) + 1}"
-
-    text = re.sub(r"%\((\w+)\)[bs]", placeholder, Q["occurrence_candidates"])
+    text, names = _numbered(Q["occurrence_candidates"])
     values = {"queue": "'default'", "now": "'2030-01-02'", "server_clock": "false",
               "limit": "81", "hour": "'2030-01-01'"}
     with psycopg.connect(postgres_url, autocommit=True) as conn:
@@ -149,16 +148,8 @@ async def test_completions_find_each_run_by_its_key_not_among_all_running(
     job = await add_job(postgres_store, "burst", overlap=Overlap.ALLOW_ALL)
     await add_occurrences(postgres_store, job, *(NOW + seconds(i / 100) for i in range(2000)))
     await claim(postgres_store, NOW + seconds(60), limit=500)
-    names: list[str] = []
-
     casts = {"now": "::timestamptz", "extend": "::float8", "worker": "::text"}
-
-    def placeholder(match: re.Match[str]) -> str:
-        if match[1] not in names:
-            names.append(match[1])
-        return f"${names.index(match[1]) + 1}{casts.get(match[1], '')}"
-
-    text = re.sub(r"%\((\w+)\)[bs]", placeholder, Q[statement])
+    text, names = _numbered(Q[statement], casts)
     arrays = {"job_ids": "text", "scheduled": "timestamptz", "attempts": "integer",
               "states": "text", "due": "timestamptz", "finished": "timestamptz",
               "last_errors": "text", "outcomes": "text", "started": "timestamptz",
@@ -192,14 +183,7 @@ async def test_the_claim_updates_the_locked_rows_by_their_ctid_not_among_all_wai
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("ANALYZE")  # statistics of a table where two runs wait
     await add_occurrences(postgres_store, job, *(NOW + seconds(2 + i / 100) for i in range(5000)))
-    names: list[str] = []
-
-    def placeholder(match: re.Match[str]) -> str:
-        if match[1] not in names:
-            names.append(match[1])
-        return f"${names.index(match[1]) + 1}"
-
-    text = re.sub(r"%\((\w+)\)[bs]", placeholder, Q["occurrence_claim"])
+    text, names = _numbered(Q["occurrence_claim"])
     keys = [f"'{job.id}'"] * 256
     at = [f"'{(NOW + seconds(2 + i / 100)).isoformat()}'" for i in range(256)]
     values = {"job_ids": f"ARRAY[{', '.join(keys)}]",
