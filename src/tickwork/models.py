@@ -119,6 +119,12 @@ class ScheduleSpec:
     only: tuple[str, ...] = ()
 
     @property
+    def one_off(self) -> bool:
+        """Runs once (``at``): planned up to planner_one_off_horizon_seconds ahead, and marked
+        so in the store (jobs.once)."""
+        return self.type == "at"
+
+    @property
     def calendars(self) -> tuple[str, ...]:
         """Every calendar this schedule names, each once."""
         if not self.only:

@@ -227,7 +227,7 @@ class Planner(Loop):
                           job.spec.name, job.id, exc)
                 continue
             planned.append((job, schedule, until_one_off if until_one_off is not None
-                            and job.spec.schedule.type == "at" else until))
+                            and job.spec.schedule.one_off else until))
         if self.bursts is not None:
             self.bursts.count(planned, now, self.per_job_limit)
         advances = [plan_job(job, schedule, now, job_until, self.per_job_limit,

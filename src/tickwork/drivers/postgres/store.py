@@ -228,7 +228,7 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
                 row = await fetch_one(conn, Q["job_update"], (
                     s.name, s.queue, s.priority, s.kind, s.overlap.value, s.timeout_seconds,
                     spec_to_json(s), list(s.tags), s.paused, p.next_run_at, p.now, p.actor,
-                    s.schedule.type == "at", p.id))
+                    s.schedule.one_off, p.id))
                 if row is not None:
                     if p.replan:
                         await conn.execute(Q["occurrence_unplan"], {"id": p.id, "now": p.now})
@@ -333,7 +333,7 @@ def job_row(job: Job, spec_json: str | None = None) -> tuple[Any, ...]:
     return (job.id, s.name, s.queue, s.priority, s.kind, s.overlap.value, s.timeout_seconds,
             spec_to_json(s) if spec_json is None else spec_json, list(s.tags), s.paused,
             job.next_run_at, job.shard, job.created_at, job.updated_at, job.created_by,
-            job.updated_by, job.namespace, s.schedule.type == "at")
+            job.updated_by, job.namespace, s.schedule.one_off)
 
 
 def _first_repeat(values: list[T]) -> T:

@@ -193,7 +193,7 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
                     cur = conn.execute(Q["job_update"], (
                         s.name, s.queue, s.priority, s.kind, s.overlap.value, spec_to_json(s),
                         json.dumps(s.tags), int(s.paused), to_us_or_none(p.next_run_at),
-                        to_us(p.now), p.actor, int(s.schedule.type == "at"), p.id,
+                        to_us(p.now), p.actor, int(s.schedule.one_off), p.id,
                     ))
                 except sqlite3.IntegrityError as exc:
                     row = conn.execute(Q["job_by_id"], (p.id,)).fetchone()
@@ -307,7 +307,7 @@ def job_rows(items: list[b.JobCreateParams]) -> tuple[list[Job], list[Row], list
         rows.append((job.id, s.name, s.queue, s.priority, s.kind, s.overlap.value,
                      spec, json.dumps(s.tags) if s.tags else "[]", int(s.paused),
                      next_us, now_us, now_us, item.actor, item.actor, item.namespace,
-                     int(s.schedule.type == "at")))
+                     int(s.schedule.one_off)))
     audits: list[Row] = [(row[10], row[12], AuditAction.CREATE.value, row[0], row[1], None,
                           None) for row in rows]
     return jobs, rows, audits
