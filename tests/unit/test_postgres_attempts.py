@@ -88,6 +88,33 @@ async def test_a_row_written_by_a_claim_before_the_migration_is_completed_not_do
     assert (row["outcome"], row["started_at"]) == ("succeeded", NOW + seconds(4))
 
 
+async def test_a_batch_with_a_row_from_before_the_migration_completes_every_attempt_once(
+        postgres_store: PostgresStore, postgres_url: str) -> None:
+    """The plain insert fails on the old row: the whole batch (in a transaction, since one
+    result is a retry) is written again completing it, and the others are written once."""
+    store = postgres_store
+    old_job = await add_job(store, "old", overlap=Overlap.ALLOW_ALL)
+    new_job = await add_job(store, "new", overlap=Overlap.ALLOW_ALL)
+    await add_occurrences(store, old_job, NOW)
+    await add_occurrences(store, new_job, NOW)
+    old, new = await claim_one(store, NOW + seconds(3)), await claim_one(store, NOW + seconds(3))
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # as the claim wrote it
+        conn.execute("INSERT INTO attempts (job_id, scheduled_at, number, worker, queued_at, "
+                     "claimed_at) VALUES (%s, %s, 1, 'w1', %s, %s)",
+                     (old.occurrence.job_id, NOW, NOW, NOW + seconds(3)))
+    applied = await complete(store, NOW + seconds(5), completion(
+        new, state=OccurrenceState.RETRYING, started_at=NOW + seconds(4), error="boom",
+        due_at=NOW + seconds(60)), completion(old, started_at=NOW + seconds(4)))
+    assert applied == [True, True]
+    [old_row], [new_row] = _rows(postgres_url, old), _rows(postgres_url, new)
+    assert (old_row["outcome"], old_row["started_at"]) == ("succeeded", NOW + seconds(4))
+    assert (new_row["outcome"], new_row["error"]) == ("failed", "boom")
+    retrying = await store.occurrence_get(new.occurrence.job_id, NOW)
+    done = await store.occurrence_get(old.occurrence.job_id, NOW)
+    assert (retrying.state, retrying.attempt, done.state) == (
+        OccurrenceState.RETRYING, 1, OccurrenceState.SUCCEEDED)
+
+
 async def test_a_rescue_writes_the_crashed_attempt_with_its_claim(
         postgres_store: PostgresStore, postgres_url: str) -> None:
     store = postgres_store

@@ -57,6 +57,7 @@ THREAD_RUNS_ON = ("its synchronous callable runs in a thread, which cannot be st
 @dataclass(slots=True)
 class _Running:
     claim: Claim
+    key: tuple[str, datetime, int]  # its attempt's, in _Queue.running
     task: asyncio.Task[None] | None = None
     lost: bool = False  # the store no longer gives this attempt to us: drop its result
     ended_by_store: bool = False  # lost because the store ended it (cancelled, rescued)
@@ -235,8 +236,9 @@ class WorkerPool:
             for ref in result.cancelled:
                 self._drop(ref, "a newer run of the job replaced it (overlap cancel_previous)")
             for claim in result.claims:
-                running = _Running(claim)
-                q.running[_attempt_key(_ref(claim))] = running
+                occ = claim.occurrence
+                running = _Running(claim, (occ.job_id, occ.scheduled_at, occ.attempt))
+                q.running[running.key] = running
                 running.task = asyncio.create_task(self._execute(q, running))
             if len(result.claims) < free and not (result.missed or result.skipped):
                 return now
@@ -291,7 +293,7 @@ class WorkerPool:
         except asyncio.CancelledError as exc:
             if span is not None:
                 span.end(None, None)
-            q.running.pop(_attempt_key(_ref(claim)), None)
+            q.running.pop(running.key, None)
             if not running.lost:
                 raise
             q.wake.set()
@@ -300,7 +302,7 @@ class WorkerPool:
             await self._settle_dropped(running)
             return  # cancelled because the lease is gone or we are shutting down: no result
         finished = self.clock.now()
-        q.running.pop(_attempt_key(_ref(claim)), None)
+        q.running.pop(running.key, None)
         q.wake.set()  # a slot is free
         if running.lost:
             if span is not None:

@@ -181,10 +181,10 @@ class ClaimMethods:
             "job_ids": [c.job_id for c in plan.claim],
             "scheduled": [c.scheduled_at for c in plan.claim],
             "leases": leases}, prepare=False)
-        claimed = await cur.fetchall()
-        # Every planned row is locked by this transaction, so each is claimed; checked anyway.
-        done = None if len(claimed) == len(plan.claim) else {
-            (r["job_id"], instant(r["scheduled_at"])) for r in claimed}
+        # Every planned row is locked by this transaction, so each is claimed; checked anyway
+        # (by the count: the keys are read only if one is missing).
+        done = None if cur.rowcount == len(plan.claim) else {
+            (r["job_id"], instant(r["scheduled_at"])) for r in await cur.fetchall()}
         claims: list[Claim] = []
         for c, lease_until in zip(plan.claim, leases, strict=True):
             if done is not None and (c.job_id, c.scheduled_at) not in done:

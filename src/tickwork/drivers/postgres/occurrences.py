@@ -9,8 +9,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, LiteralString
 
+import psycopg
 from psycopg import sql
 
 from tickwork.drivers import base as b
@@ -24,7 +25,7 @@ from tickwork.drivers.postgres.rows import (
     occurrence_from_row,
 )
 from tickwork.drivers.rows import SpecCache
-from tickwork.errors import OccurrenceNotFound
+from tickwork.errors import OccurrenceNotFound, StoreError
 from tickwork.models import (
     TERMINAL_STATES,
     Attempt,
@@ -37,6 +38,23 @@ from tickwork.models import (
 )
 
 log = logging.getLogger("tickwork.chaining")
+
+_ATTEMPT_INSERTED = "    FROM done\n)\n"
+_COMPLETE_ROW_WRITTEN = (
+    "    FROM done\n"
+    "    ON CONFLICT (job_id, scheduled_at, number) DO UPDATE\n"
+    "    SET started_at = excluded.started_at, finished_at = excluded.finished_at,\n"
+    "        outcome = excluded.outcome, output = excluded.output, error = excluded.error\n)\n")
+
+
+def _with_upsert(query: LiteralString) -> LiteralString:
+    """occurrence_complete completing an attempt row that exists already."""
+    if query.count(_ATTEMPT_INSERTED) != 1:
+        raise ValueError("occurrence_complete must insert the attempt's row from `done` once")
+    return query.replace(_ATTEMPT_INSERTED, _COMPLETE_ROW_WRITTEN)
+
+
+_COMPLETE_UPSERT = _with_upsert(Q["occurrence_complete"])
 
 
 async def notify(conn: Conn, queues: Sequence[str]) -> None:
@@ -86,6 +104,17 @@ class OccurrenceMethods:
         return [occurrence_from_row(r) for r in rows]
 
     async def occurrence_complete(self, p: b.OccurrenceCompleteParams) -> list[bool]:
+        try:
+            return await self._complete(p, Q["occurrence_complete"])
+        except StoreError as exc:
+            if not isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
+                raise
+        # An attempt's row a claim wrote before migration 017: the batch was rolled back, and
+        # is written again completing that row.
+        return await self._complete(p, _COMPLETE_UPSERT)
+
+    async def _complete(self, p: b.OccurrenceCompleteParams, query: LiteralString
+                        ) -> list[bool]:
         applied = [False] * len(p.completions)
         rounds = _rounds(p.completions)
         # One round is one statement (the fence, the attempt row and the occurrence in one
@@ -97,7 +126,7 @@ class OccurrenceMethods:
         async with connection as conn:
             retried: list[str] = []
             for round_ in rounds:
-                rows = await fetch_all(conn, Q["occurrence_complete"], _completion_args(
+                rows = await fetch_all(conn, query, _completion_args(
                     [(i, p.completions[i]) for i in round_], p.now))
                 for r in rows:
                     applied[r["idx"]] = True

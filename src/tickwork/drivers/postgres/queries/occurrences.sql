@@ -30,8 +30,10 @@ ORDER BY v.i
 -- kill, a read that grew with every run since the last vacuum (93 us a run at 100,000).
 -- The attempt's row is written here, once, from the fenced row (occurrence_claim): who claimed
 -- it and when, and when it was due (the claimed occurrence's due_at, sent by the worker, since
--- a retry moves the row's; without it, the row's). ON CONFLICT completes a row a claim wrote
--- before migration 017.
+-- a retry moves the row's; without it, the row's). A plain INSERT: a row a claim wrote before
+-- migration 017 makes it fail, and the driver then runs it again with ON CONFLICT, which
+-- completes that row (postgres/occurrences.py). ON CONFLICT on every completion cost a tenth
+-- of the statement (an arbiter probe and a confirmation record per row).
 WITH v AS (
     SELECT * FROM unnest(
         %(job_ids)b::text[], %(scheduled)b::timestamptz[], %(attempts)b::integer[],
@@ -55,9 +57,6 @@ WITH v AS (
     SELECT job_id, scheduled_at, attempt, worker, COALESCE(queued_at, row_due_at),
            COALESCE(claimed_at, started_at), started_at, ended_at, outcome, output, error
     FROM done
-    ON CONFLICT (job_id, scheduled_at, number) DO UPDATE
-    SET started_at = excluded.started_at, finished_at = excluded.finished_at,
-        outcome = excluded.outcome, output = excluded.output, error = excluded.error
 )
 SELECT idx, state, queue FROM done
 
