@@ -108,8 +108,8 @@ class PythonExecutor:
     def __init__(self, settings: ExecutorSettings) -> None:
         self._settings = settings
         self._threads = ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="tickwork-python")
-        self._prepared: PayloadMemo[tuple[Callable[..., Any], list[Any], dict[str, Any], bool]] = (
-            PayloadMemo())
+        self._prepared: PayloadMemo[
+            tuple[Callable[..., Any], list[Any], dict[str, Any], bool, bool]] = PayloadMemo()
 
     async def close(self) -> None:
         """Take no more calls; threads of calls still running are left to finish."""
@@ -119,9 +119,9 @@ class PythonExecutor:
         call = await self._prepare(ctx)
         if isinstance(call, Fail):
             return call
-        func, args, kwargs = call
+        func, args, kwargs, is_async = call
         try:
-            result = await _call(func, args, kwargs, self._threads)
+            result = await _call(func, args, kwargs, is_async, self._threads)
         except (Fail, Cancel) as outcome:
             return self._capped(outcome)
         except (Exception, SystemExit) as exc:  # a job's sys.exit() must not stop the worker
@@ -132,8 +132,9 @@ class PythonExecutor:
 
     async def _prepare(
         self, ctx: ExecutionContext
-    ) -> tuple[Callable[..., Any], list[Any], dict[str, Any]] | Fail:
-        """The callable and its arguments, or a fatal Fail saying why it cannot run.
+    ) -> tuple[Callable[..., Any], list[Any], dict[str, Any], bool] | Fail:
+        """The callable, its arguments and whether it is async, or a fatal Fail saying why it
+        cannot run.
 
         Validating, importing and binding depend only on the payload: done once per payload
         and remembered (the hot path of many short jobs); only ``ctx`` is added each time."""
@@ -143,12 +144,12 @@ class PythonExecutor:
             if isinstance(found, Fail):
                 return found  # not remembered: a later execution may find the module fixed
             prepared = self._prepared.remember(ctx.payload, found)
-        func, args, kwargs, takes_ctx = prepared
-        return func, args, ({**kwargs, "ctx": ctx} if takes_ctx else kwargs)
+        func, args, kwargs, takes_ctx, is_async = prepared
+        return func, args, ({**kwargs, "ctx": ctx} if takes_ctx else kwargs), is_async
 
     async def _prepare_payload(
         self, ctx: ExecutionContext
-    ) -> tuple[Callable[..., Any], list[Any], dict[str, Any], bool] | Fail:
+    ) -> tuple[Callable[..., Any], list[Any], dict[str, Any], bool, bool] | Fail:
         try:
             payload = validate_payload(ctx.payload, decoded=True)
         except ValidationError as exc:
@@ -169,7 +170,7 @@ class PythonExecutor:
         problem = _bind_problem(func, args, {**kwargs, "ctx": ctx} if takes_ctx else kwargs)
         if problem is not None:
             return Fail(f"arguments do not match {payload['callable']}: {problem}", retriable=False)
-        return func, args, kwargs, takes_ctx
+        return func, args, kwargs, takes_ctx, _is_async(func)
 
     def _error_limit(self) -> int:
         return min(ERROR_LIMIT_BYTES, self._settings.output_limit_bytes)
@@ -319,8 +320,8 @@ def _is_async(func: Callable[..., Any]) -> bool:
 
 
 async def _call(func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any],
-                threads: ThreadPoolExecutor) -> object:
-    if _is_async(func):
+                is_async: bool, threads: ThreadPoolExecutor) -> object:
+    if is_async:
         result = func(*args, **kwargs)
     else:
         # A thread cannot be stopped: on cancellation the worker moves on and the call runs out.

@@ -333,14 +333,21 @@ def _completion_args(items: list[tuple[int, b.Completion]], now: datetime) -> di
         "scheduled": [c.scheduled_at for c in cs],
         "attempts": [c.attempt for c in cs],
         "states": [c.state.value for c in cs],
-        "due": [c.due_at for c in cs],
+        "due": _null_if_empty([c.due_at for c in cs]),
         "finished": [c.finished_at if c.state in TERMINAL_STATES else None for c in cs],
-        "last_errors": [c.error if c.state is not OccurrenceState.SUCCEEDED else None
-                        for c in cs],
+        "last_errors": _null_if_empty([c.error if c.state is not OccurrenceState.SUCCEEDED
+                                       else None for c in cs]),
         "outcomes": [c.outcome.value for c in cs],
         "started": [c.started_at for c in cs],
         "ended": [c.finished_at for c in cs],
-        "outputs": [c.output for c in cs],
-        "errors": [c.error for c in cs],
+        "outputs": _null_if_empty([c.output for c in cs]),
+        "errors": _null_if_empty([c.error for c in cs]),
         "queued": [c.queued_at for c in cs],
     }
+
+
+def _null_if_empty(values: list[Any]) -> list[Any] | None:
+    """An array of nothing but NULLs sent as one NULL: unnest pads it with NULLs all the same,
+    and each element of an array costs the driver a Python step to encode (a completed run's
+    retry time, output and errors are usually all empty)."""
+    return None if values.count(None) == len(values) else values
