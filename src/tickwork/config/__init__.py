@@ -98,6 +98,9 @@ class Settings:
     # 0: jitter delays every run of a job that has some; N: only runs at an instant the
     # planner plans N or more runs for (a burst), so lone runs start on time
     planner_burst_threshold: int = 0
+    # A scheduler plans the shards it holds in this many disjoint parts at once: one part's
+    # planning (Python) runs while another's statements wait for PostgreSQL
+    planner_lanes: int = 2
     poll_interval_seconds: float = 1.0  # longest a worker sleeps before looking again
     lease_seconds: float = 30.0
     heartbeat_seconds: float = 10.0
@@ -162,7 +165,8 @@ class Settings:
         if not (self.retention_days > 0 and math.isfinite(self.retention_days)):
             raise ConfigError("retention_days", "must be a finite number of days greater than "
                               f"0 (got {self.retention_days:g})")
-        for name, least in (("planner_burst_threshold", 0), ("audit_retention_days", 1)):
+        for name, least in (("planner_burst_threshold", 0), ("planner_lanes", 1),
+                            ("audit_retention_days", 1)):
             if getattr(self, name) < least:
                 raise ConfigError(name, f"must be at least {least} (got {getattr(self, name)})")
         if not 1 <= self.shard_count <= 4096:
@@ -224,6 +228,7 @@ _SETTING_KINDS: dict[str, Kind] = {
     "planner_one_off_horizon_seconds": "seconds",
     "planner_interval_seconds": "seconds",
     "planner_burst_threshold": "int",
+    "planner_lanes": "int",
     "poll_interval_seconds": "seconds",
     "lease_seconds": "seconds",
     "heartbeat_seconds": "seconds",

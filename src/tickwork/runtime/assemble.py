@@ -133,6 +133,7 @@ def planner(settings: Settings, *, store: Store, clock: Clock, metrics: Metrics,
                    one_off_horizon_seconds=settings.planner_one_off_horizon_seconds,
                    interval_seconds=settings.planner_interval_seconds, on_planned=planned,
                    burst_threshold=settings.planner_burst_threshold,
+                   lanes=settings.planner_lanes,
                    after_commit=redis.after_plan if redis else None, **options)
 
 

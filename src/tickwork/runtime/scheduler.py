@@ -34,7 +34,9 @@ class SchedulerProcess(Process):
     def __init__(self, settings: Settings, *, clock: Clock | None = None,
                  scheduler_id: str | None = None) -> None:
         s = settings
-        driver = open_shared_driver(s, shard_count=s.shard_count, max_pool_size=4)
+        # A connection for each planner lane, and for the leaser, rescuer, pruner and alerts.
+        driver = open_shared_driver(s, shard_count=s.shard_count,
+                                    max_pool_size=4 + s.planner_lanes)
         super().__init__(s, driver, clock)
         self.postgres = driver.store  # the shard-lease and history seams are PostgreSQL's
         self.id = scheduler_id or f"scheduler-{uuid.uuid4().hex[:8]}"

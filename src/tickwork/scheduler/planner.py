@@ -7,6 +7,7 @@ moves each job's next run on, all in one store transaction.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -172,6 +173,7 @@ class Planner(Loop):
         shards: Callable[[], frozenset[int]] | None = None,
         after_commit: Callable[[Sequence[JobAdvance]], Awaitable[None]] | None = None,
         burst_threshold: int = 0,
+        lanes: int = 1,
     ) -> None:
         """``one_off_horizon_seconds``: how far ahead one-off jobs (schedule type ``at``) are
         planned (None, or no more than ``horizon_seconds``: as far as the others). A one-off job has
@@ -183,7 +185,12 @@ class Planner(Loop):
         ``after_commit``: awaited with the advances once the store committed them (the Redis
         deployment adds their occurrences to the due set); it must not raise.
         ``burst_threshold``: 0 delays every occurrence of a job with jitter by it; N > 0
-        only those at an instant this planner plans N or more occurrences for (a burst)."""
+        only those at an instant this planner plans N or more occurrences for (a burst).
+        ``lanes``: with ``shards``, a pass plans this many disjoint parts of them at once, each
+        its own read, plan and write, so one part's planning runs while another's statements
+        wait for the store (one part when fewer shards are held)."""
+        if lanes < 1:
+            raise ValueError(f"lanes must be at least 1 (got {lanes})")
         if horizon_seconds < interval_seconds:
             raise ValueError(
                 f"horizon_seconds ({horizon_seconds}) must be at least "
@@ -202,14 +209,30 @@ class Planner(Loop):
         self.shards = shards
         self.after_commit = after_commit
         self.bursts = BurstSmoother(burst_threshold) if burst_threshold else None
+        self.lanes = lanes
 
     async def run_once(self, now: datetime) -> tuple[int, bool]:
-        """Plan one batch. Returns (occurrences inserted, whether more jobs may be due)."""
-        until = now + self.horizon
-        until_one_off = None if self.one_off_horizon is None else now + self.one_off_horizon
+        """Plan one batch (of each lane). Returns (occurrences inserted, whether more jobs may
+        be due)."""
         shards = None if self.shards is None else self.shards()
         if shards is not None and not shards:
             return 0, False  # no shard leased (yet): another scheduler plans them
+        parts = lanes_of(shards, self.lanes)
+        if len(parts) == 1:
+            return await self._plan_batch(now, parts[0])
+        # Every lane's pass ends before the next pass starts; the first failure is raised.
+        done = await asyncio.gather(*(self._plan_batch(now, part) for part in parts),
+                                    return_exceptions=True)
+        for result in done:
+            if isinstance(result, BaseException):
+                raise result
+        passes = [r for r in done if not isinstance(r, BaseException)]
+        return sum(n for n, _ in passes), any(more for _, more in passes)
+
+    async def _plan_batch(self, now: datetime, shards: frozenset[int] | None
+                          ) -> tuple[int, bool]:
+        until = now + self.horizon
+        until_one_off = None if self.one_off_horizon is None else now + self.one_off_horizon
         jobs = await self.store.job_due(JobDueParams(
             until=until, limit=self.batch_size, shards=shards, until_one_off=until_one_off))
         planned: list[tuple[Job, Schedule, datetime]] = []
@@ -245,3 +268,12 @@ class Planner(Loop):
 
     async def tick(self, now: datetime) -> bool:
         return (await self.run_once(now))[1]
+
+
+def lanes_of(shards: frozenset[int] | None, lanes: int) -> list[frozenset[int] | None]:
+    """``shards`` dealt into at most ``lanes`` disjoint, non-empty parts (in shard order, one
+    at a time, so the parts differ in size by one at most); None (every shard) stays whole."""
+    if shards is None or lanes == 1 or len(shards) < 2:
+        return [shards]
+    ordered = sorted(shards)
+    return [frozenset(ordered[i::lanes]) for i in range(min(lanes, len(ordered)))]
