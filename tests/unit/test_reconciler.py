@@ -107,6 +107,18 @@ async def test_a_read_that_made_groups_rebuilds_that_queue(
     assert [(f.queue, f.reason, f.added) for f in await settle(r)] == [("a", "nogroup", 0)]
 
 
+async def test_a_lost_epoch_keeps_its_name_when_a_read_also_made_groups(
+        redis_dispatch: RedisDispatch) -> None:
+    source = MemorySource(a=items(5), b=items(5))
+    r = reconciler(redis_dispatch, source)
+    await settle(r)
+    await rt.delete_prefix(redis_dispatch.client, redis_dispatch.keys.prefix)
+    r.notify_lost("a")  # a worker's read met the empty Redis before the pass did
+    done = await settle(r)
+    assert sorted((f.queue, f.reason, f.added) for f in done) == [
+        ("a", "epoch", 5), ("b", "epoch", 5)]
+
+
 async def test_empty_redis_while_the_store_waits_rebuilds(
         redis_dispatch: RedisDispatch) -> None:
     source = MemorySource(a=items(5), b=items(5))

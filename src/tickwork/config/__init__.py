@@ -100,7 +100,7 @@ class Settings:
     planner_burst_threshold: int = 0
     # A scheduler plans the shards it holds in this many disjoint parts at once: one part's
     # planning (Python) runs while another's statements wait for PostgreSQL
-    planner_lanes: int = 1
+    planner_lanes: int = 2
     poll_interval_seconds: float = 1.0  # longest a worker sleeps before looking again
     lease_seconds: float = 30.0
     heartbeat_seconds: float = 10.0

@@ -137,11 +137,13 @@ class Reconciler(Loop):
     async def run_once(self, now: datetime) -> tuple[list[Reconciled], bool]:
         """One bounded pass. Returns the rebuilds finished in it and whether more is left."""
         queues = self.queues()
+        whole = False  # every queue's rebuild starts in this pass: it covers a lost group
         if not await self.dispatch.epoch_check():
             log.warning("Redis lost its data (epoch gone or changed): rebuilding %d queues "
                         "from the store", len(queues))
             for queue in queues:
                 self._start(queue, _Rebuild("epoch"), now)
+            whole = True
         elif self._outage:
             # Reachable again with its data: what the store made waiting meanwhile (planned,
             # retried, claimed on the SQL path) may be missing; insert-if-absent is cheap.
@@ -149,9 +151,12 @@ class Reconciler(Loop):
                         len(queues))
             for queue in queues:
                 self._start(queue, _Rebuild("outage"), now)
+            whole = True
         self._outage = False
         lost, self._lost = self._lost, set()
         for queue in lost:
+            if whole and queue in self._rebuilds:
+                continue  # its rebuild from the first page, under the pass's reason, is begun
             log.warning("queue %s had no consumer group: rebuilding it from the store", queue)
             self._start(queue, _Rebuild("nogroup"), now)
         for queue in queues:
