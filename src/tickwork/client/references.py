@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
 from tickwork.drivers.secrets import SecretNotFound
 from tickwork.errors import ValidationError
 from tickwork.models import JobSpec
 from tickwork.secrets import find_references, reference_paths
+
+RESOLVED_KEPT = 256  # payload objects a SecretCheck remembers as resolving
 
 
 def has_references(spec: JobSpec) -> bool:
@@ -24,17 +25,28 @@ def has_references(spec: JobSpec) -> bool:
         spec.alerts and find_references(json.loads(spec.alerts)))
 
 
-@dataclass(frozen=True, slots=True)
 class SecretCheck:
-    """The names of one namespace's secrets, against which specs are checked."""
+    """The names of one namespace's secrets, against which specs are checked.
 
-    namespace: str
-    names: frozenset[str]
+    Bulk parsing hands equal payloads of one kind out as one object (document/__init__.py),
+    so a payload object already found to resolve is not walked again."""
+
+    __slots__ = ("_resolved", "names", "namespace")
+
+    def __init__(self, namespace: str, names: frozenset[str]) -> None:
+        self.namespace = namespace
+        self.names = names
+        # id -> the payload itself, which it keeps alive, so no other object takes its id
+        self._resolved: dict[int, object] = {}
 
     def check(self, spec: JobSpec) -> None:
         """ValidationError naming the field of the first reference the namespace cannot
         resolve."""
-        self._check(spec.payload, "payload")
+        payload = spec.payload
+        if self._resolved.get(id(payload)) is not payload:
+            self._check(payload, "payload")
+            if len(self._resolved) < RESOLVED_KEPT:
+                self._resolved[id(payload)] = payload
         if spec.alerts:
             self._check(json.loads(spec.alerts), "alerts")
 

@@ -56,7 +56,12 @@ def overlap_choice(value: Overlap | str | None) -> Overlap | None:
 def has_chain(doc: JobInput) -> bool:
     if isinstance(doc, JobSpec):
         return bool(doc.chained)
+    if type(doc) is dict:
+        return not _CHAIN_FIELDS.isdisjoint(doc)
     return isinstance(doc, Mapping) and any(f in doc for f in CHAIN_FIELDS)
+
+
+_CHAIN_FIELDS = frozenset(CHAIN_FIELDS)
 
 
 def to_specs(jobs: Iterable[JobInput],
