@@ -93,7 +93,7 @@ class Settings:
     planner_horizon_seconds: float = 5.0
     # One-off jobs (schedule type "at") are planned this far ahead (at least as far as the
     # others): a burst of them due at one instant is planned before it, not around it
-    planner_one_off_horizon_seconds: float = 60.0
+    planner_one_off_horizon_seconds: float = 300.0
     planner_interval_seconds: float = 1.0
     # 0: jitter delays every run of a job that has some; N: only runs at an instant the
     # planner plans N or more runs for (a burst), so lone runs start on time
