@@ -133,9 +133,32 @@ async def test_a_queue_at_its_backlog_bound_is_looked_at_again_shortly(
     assert (await d.queue_stats(QueueStatsParams("default"))).due == 13
 
 
+async def test_by_default_a_queue_s_bound_is_what_its_workers_read_in_the_target_time(
+        redis_dispatch: RedisDispatch) -> None:
+    """Workers reading 2,000 a second with a 50 ms target: the bound falls from its start
+    (500) to its least (128); a queue with a fixed bound keeps it."""
+    d = redis_dispatch
+    now = await now_ms(d)
+    await add(d, *([now - 1] * 5000))
+    clock = FakeClock()
+    p = CountingPromoter(dispatch=d, clock=clock, queues=["default"], backlog_seconds=0.05)
+    assert p.backlog_of("default") == 500
+    assert (await p.run_once()).moved == 500
+    for _ in range(150):  # 1.5 s of workers reading 20 entries every 10 ms
+        assert len(await read(d, 20)) == 20
+        clock.advance(0.01)
+        await p.run_once()
+    assert p.backlog_of("default") == 128
+    waiting = (await d.queue_stats(QueueStatsParams("default"))).due
+    assert waiting == 5000 - 150 * 20 - 128  # the streams hold the bound, no more
+    assert promoter(d, backlog=12).backlog_of("default") == 12
+
+
 def test_settings_are_validated(redis_dispatch: RedisDispatch) -> None:
     with pytest.raises(ValueError, match="backlog"):
         promoter(redis_dispatch, backlog=-1)
+    with pytest.raises(ValueError, match="seconds"):
+        promoter(redis_dispatch, backlog_seconds=0)
     with pytest.raises(ValueError, match="batch_size"):
         promoter(redis_dispatch, batch_size=0)
     with pytest.raises(ValueError, match="batches_per_queue"):

@@ -18,18 +18,11 @@ from datetime import datetime
 from tickwork.clock import Clock
 from tickwork.drivers.dispatch import MAX_PROMOTE, Dispatch, DuePromoteParams
 from tickwork.errors import DispatchUnavailable
+from tickwork.scheduler.backlog import DEFAULT_SECONDS, BacklogSize
 from tickwork.scheduler.loop import Loop
 
 log = logging.getLogger("tickwork.promoter")
 
-# Entries a queue's streams may hold that no worker got yet: a burst waits in the due set
-# beyond it, so work due later is delivered behind at most this many (about 50 ms of a
-# two-core deployment's drain). 1,000 kept the p99 of W1's steady stream at 0.23-0.31 s, 500
-# at 0.13-0.19 s, and the burst's drain the same, with workers of 64 slots. With the default
-# of 256 it is less than two workers' claims: 2,000 drained a burst 5-8 % faster through
-# Redis but doubled that p99 (0.34-0.37 s against 0.14-0.20 s), so it stays 500
-# (docs/benchmarks.md, fifth session).
-DEFAULT_BACKLOG = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +43,8 @@ class Promoter(Loop):
         queues: Sequence[str] | Callable[[], Iterable[str]],
         batch_size: int = MAX_PROMOTE,
         batches_per_queue: int = 10,
-        backlog: int = DEFAULT_BACKLOG,
+        backlog: int | None = None,
+        backlog_seconds: float = DEFAULT_SECONDS,
         held_interval_seconds: float = 0.005,
         max_interval_seconds: float = 0.5,
         min_interval_seconds: float = 0.001,
@@ -61,8 +55,10 @@ class Promoter(Loop):
         ``batches_per_queue``: the most batches one pass moves per queue before the next
         queue's turn, so a burst in one queue does not hold up another.
         ``backlog``: the most entries a queue's streams hold that no worker got yet (0: no
-        bound); a queue at its bound is looked at again ``held_interval_seconds`` later."""
-        if backlog < 0:
+        bound); by default (None) each queue's bound is what its workers read in
+        ``backlog_seconds`` (``BacklogSize``). A queue at its bound is looked at again
+        ``held_interval_seconds`` later."""
+        if backlog is not None and backlog < 0:
             raise ValueError(f"backlog ({backlog}) must be 0 (no bound) or more")
         if not 0 < batch_size <= MAX_PROMOTE:
             raise ValueError(f"batch_size ({batch_size}) must be in 1..{MAX_PROMOTE}")
@@ -77,6 +73,9 @@ class Promoter(Loop):
         self.batch_size = batch_size
         self.batches_per_queue = batches_per_queue
         self.backlog = backlog
+        self.backlog_seconds = backlog_seconds
+        self._sizes: dict[str, BacklogSize] = {}
+        BacklogSize(seconds=backlog_seconds)  # validates the setting now, not at a pass
         self.held_interval_seconds = held_interval_seconds
         self.max_interval_seconds = max_interval_seconds
         self.min_interval_seconds = min_interval_seconds
@@ -92,14 +91,20 @@ class Promoter(Loop):
         moved, more = 0, False
         next_in: list[int] = []
         for queue in self.queues():
+            size = self._size(queue)
             for _ in range(self.batches_per_queue):
+                backlog = size.size if size is not None else self.backlog or 0
                 step = await self.dispatch.due_promote(
-                    DuePromoteParams(queue, self.batch_size, self.backlog))
+                    DuePromoteParams(queue, self.batch_size, backlog))
                 moved += step.moved
                 if step.moved and self.on_promoted is not None:
                     self.on_promoted(queue, step.moved)
+                held = step.moved < self.batch_size and (
+                    step.held or bool(backlog and step.next_in_ms == 0))
+                if size is not None:
+                    size.observe(step.moved, held, self.clock.monotonic())
                 if step.moved < self.batch_size:
-                    if step.held or (self.backlog and step.next_in_ms == 0):
+                    if held:
                         # The streams hold a backlog: room comes as workers read it.
                         next_in.append(round(self.held_interval_seconds * 1000))
                     elif step.next_in_ms is not None:
@@ -111,6 +116,19 @@ class Promoter(Loop):
         if next_in:
             sleep = min(sleep, max(self.min_interval_seconds, min(next_in) / 1000))
         return PromotePass(moved=moved, more=more, sleep_seconds=0.0 if more else sleep)
+
+    def _size(self, queue: str) -> BacklogSize | None:
+        if self.backlog is not None:
+            return None
+        size = self._sizes.get(queue)
+        if size is None:
+            size = self._sizes[queue] = BacklogSize(seconds=self.backlog_seconds)
+        return size
+
+    def backlog_of(self, queue: str) -> int:
+        """The bound a queue's next pass uses (0: none)."""
+        size = self._size(queue)
+        return (self.backlog or 0) if size is None else size.size
 
     async def tick(self, now: datetime) -> bool:
         return (await self.run_once(now)).more
