@@ -149,14 +149,17 @@ class DueConformance:
         now = await now_ms(dispatch)
         await add(dispatch, *([now - 1000] * 20), prefix="burst")
         steady = await add(dispatch, now - 40, now - 30, now - 20, now - 10, prefix="steady")
+        await add(dispatch, now + LATER, prefix="later")
         step = await dispatch.due_promote(DuePromoteParams(Q, backlog=8))
         assert step.moved == 8
+        assert (await stats(dispatch)).due == 17, "exactly what moved left the due set"
         got = [e.key for e in await read(dispatch, 8)]
         assert got[:4] == steady[::-1], "half of the move, the newest due first"
         assert all(k.startswith("burst") for k in got[4:]), "the rest is the oldest due"
         rest = await promote_and_read(dispatch, backlog=8)
         assert sorted(got + rest) == sorted({*got, *rest}), "no key moved twice"
         assert len(got + rest) == 24, "every key moved"
+        assert await dispatch.due_count(DueCountParams(Q)) == 1, "the later one waits"
 
     async def test_due_add_keeps_the_first_due_time(self, dispatch: Dispatch) -> None:
         now = await now_ms(dispatch)

@@ -8,7 +8,7 @@
 -- ARGV[3]      consumer group
 --
 -- Returns {moved, next_due_ms or "", now_ms, held}. "Now" is Redis TIME, the one clock that
--- decides due-ness. Members are read, XADDed and ZREMed inside one script, so any number of
+-- decides due-ness. Members are read, XADDed and removed inside one script, so any number of
 -- promoters can run without a lock: none moves a member twice, none is lost between the two
 -- structures. A member whose band is missing or out of range goes to the lowest band: never
 -- dropped.
@@ -57,30 +57,26 @@ if backlog > 0 then
   end
 end
 
-local chosen = {}  -- members in the order they go to the streams, each with its score
-local taken = {}
-local function take(members)
-  for i = 1, #members, 2 do
-    if #chosen < room * 2 and not taken[members[i]] then
-      taken[members[i]] = true
-      chosen[#chosen + 1] = members[i]
-      chosen[#chosen + 1] = members[i + 1]
-    end
+-- The due members are ranks 0..due-1 of the set (ordered by score, then member), so both
+-- parts of a move are runs of ranks: read with ZRANGE by rank, removed with ZREMRANGEBYRANK
+-- (the newest run first, so the oldest keep their ranks), not one ZREM per member.
+local due = 0
+if room > 0 then due = redis.call('ZCOUNT', KEYS[1], '-inf', now) end
+local parts = {}  -- {members with scores, newest first?}
+local runs = {}   -- {first rank, last rank}, highest first
+if due > 0 then
+  local take = math.min(room, due)
+  if backlog > 0 and due >= room and room > 1 then  -- more may be due than move
+    local newest = math.floor(room / 2)
+    parts[1] = {redis.call('ZRANGE', KEYS[1], due - newest, due - 1, 'WITHSCORES'), true}
+    runs[1] = {due - newest, due - 1}
+    take = room - newest
   end
-end
-if room > 0 then
-  local oldest = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES',
-                            'LIMIT', 0, room)
-  if backlog > 0 and #oldest == room * 2 and room > 1 then  -- more may be due than move
-    take(redis.call('ZREVRANGEBYSCORE', KEYS[1], now, '-inf', 'WITHSCORES',
-                    'LIMIT', 0, math.floor(room / 2)))
-  end
-  take(oldest)
+  parts[#parts + 1] = {redis.call('ZRANGE', KEYS[1], 0, take - 1, 'WITHSCORES'), false}
+  runs[#runs + 1] = {0, take - 1}
 end
 
-local moved = 0
-for i = 1, #chosen, 2 do
-  local m = chosen[i]
+local function add(m, score)
   local sep = string.find(m, '|', 1, true)
   local band, key = nil, m
   if sep then
@@ -90,9 +86,21 @@ for i = 1, #chosen, 2 do
   if band == nil or band < 0 or band > lowest or band ~= math.floor(band) then
     band = lowest
   end
-  redis.call('XADD', KEYS[band + 2], '*', 'k', key, 'd', chosen[i + 1])
-  redis.call('ZREM', KEYS[1], m)
-  moved = moved + 1
+  redis.call('XADD', KEYS[band + 2], '*', 'k', key, 'd', score)
+end
+
+local moved = 0
+for _, part in ipairs(parts) do
+  local members, newest_first = part[1], part[2]
+  local n = #members / 2
+  for j = 1, n do
+    local i = newest_first and (n - j) * 2 + 1 or j * 2 - 1
+    add(members[i], members[i + 1])
+  end
+  moved = moved + n
+end
+for _, run in ipairs(runs) do
+  redis.call('ZREMRANGEBYRANK', KEYS[1], run[1], run[2])
 end
 local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local next_due = ''
