@@ -9,7 +9,10 @@ This bound is the entries workers read in ``seconds``.
 The read rate is measured from what the promoter moves while the bound holds it back: then
 the streams are full and whatever moves is what workers read since the last pass. Windows in
 which the bound never held say nothing about the workers (the streams had room) and leave
-the size as it was.
+the size as it was. Several schedulers promote a queue each at its own pace, and each measures
+only what it moved: each bound is then a share of the wanted one, which shortens the wait
+further and never starves the workers (every promoter still refills the streams at each look,
+and no bound goes under ``LEAST``).
 """
 
 from __future__ import annotations
