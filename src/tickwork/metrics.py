@@ -168,6 +168,7 @@ class Metrics:
         self.batches: dict[str, int] = {}  # claim calls that claimed any, by queue
         self.planned = 0
         self.promoted: dict[str, int] = {}  # by queue
+        self.backlog: dict[str, int] = {}  # the promoter's bound now, by queue
         self.rescues = 0
         self.repairs = 0
         self.purged: dict[str, int] = {}  # job definitions the pruner purged, by reason
@@ -218,6 +219,11 @@ class Metrics:
         """The promoter's ``on_promoted``: ``count`` keys moved from the due set to streams."""
         with self._lock:
             self.promoted[queue] = self.promoted.get(queue, 0) + count
+
+    def promoter_backlog(self, queue: str, size: int) -> None:
+        """The promoter's ``on_backlog``: a queue's backlog bound is now ``size`` entries."""
+        with self._lock:
+            self.backlog[queue] = size
 
     def rescued(self, count: int) -> None:
         with self._lock:
@@ -331,6 +337,10 @@ class Metrics:
             Family("tickwork_promoted_total", "counter",
                    "Keys this process's promoter moved from the due set to a stream, by queue.",
                    [({"queue": q}, n) for q, n in sorted(self.promoted.items())]),
+            Family("tickwork_promoter_backlog", "gauge",
+                   "The most entries this process's promoter lets a queue's streams hold "
+                   "that no worker got yet: what its workers read in 80 ms, by queue.",
+                   [({"queue": q}, n) for q, n in sorted(self.backlog.items())]),
             Family("tickwork_lease_expiries_total", "counter",
                    "Running attempts whose lease expired and were rescued.",
                    [({}, self.rescues)]),

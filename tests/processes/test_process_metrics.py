@@ -240,6 +240,7 @@ async def test_worker_and_scheduler_show_redis_degraded_and_redis_again(
                                  "store": "ok", "id": "s1", "shards": 64}
         assert sample(text, "tickwork_occurrences_planned_total") == 1
         assert sample(text, 'tickwork_promoted_total{queue="default"}') >= 1
+        assert 128 <= sample(text, 'tickwork_promoter_backlog{queue="default"}') <= 5000
         assert sample(text, "tickwork_shard_leases_held") == 64
         assert sample(text, 'tickwork_dispatch_mode{mode="redis"}') == 1
         assert sample(text, "tickwork_lease_expiries_total") == 0

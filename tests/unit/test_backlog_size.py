@@ -26,6 +26,14 @@ def test_the_bound_settles_at_what_workers_read_in_the_target_time() -> None:
     assert size.size == pytest.approx(500, abs=10)
 
 
+def test_observe_says_when_the_size_changed() -> None:
+    size = BacklogSize(seconds=0.05, start=500, window_seconds=0.25)
+    assert size.observe(10, True, 0.0) is False  # the window is open
+    assert size.observe(490, True, 0.25) is True  # 2,000/s: halfway to 100
+    assert size.size == 300
+    assert size.observe(0, False, 0.5) is False  # a window that never held
+
+
 def test_windows_where_the_bound_never_held_leave_it_alone() -> None:
     size = BacklogSize(seconds=0.05, start=500)
     drive(size, rate=100, seconds=3, held=False)  # a trickle: the streams had room

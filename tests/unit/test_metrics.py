@@ -52,11 +52,16 @@ def test_histogram_buckets_are_cumulative() -> None:
 def test_the_exposition_parses_and_has_process_metrics() -> None:
     m = Metrics()
     m.claimed("default", 3)
+    m.promoter_backlog("default", 500)
+    m.promoter_backlog("default", 240)  # a gauge: the bound now, not a sum
     text = m.render(states={"dead": 2}, queues=[])
     families = {f.name: f for f in text_string_to_metric_families(text)}
     assert families["tickwork_claims"].type == "counter"  # the parser drops "_total"
     assert [s.value for s in families["tickwork_claims"].samples] == [3]
     assert [s.labels for s in families["tickwork_occurrences"].samples] == [{"state": "dead"}]
+    assert families["tickwork_promoter_backlog"].type == "gauge"
+    assert [(s.labels, s.value) for s in families["tickwork_promoter_backlog"].samples] == [
+        ({"queue": "default"}, 240)]
     for name in ("process_cpu_seconds", "process_resident_memory_bytes", "process_open_fds"):
         assert name in families, sorted(families)
     assert not [s for f in families.values() for s in f.samples

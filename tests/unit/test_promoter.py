@@ -141,7 +141,9 @@ async def test_by_default_a_queue_s_bound_is_what_its_workers_read_in_the_target
     now = await now_ms(d)
     await add(d, *([now - 1] * 5000))
     clock = FakeClock()
-    p = CountingPromoter(dispatch=d, clock=clock, queues=["default"], backlog_seconds=0.05)
+    told: list[tuple[str, int]] = []
+    p = CountingPromoter(dispatch=d, clock=clock, queues=["default"], backlog_seconds=0.05,
+                         on_backlog=lambda queue, size: told.append((queue, size)))
     assert p.backlog_of("default") == 500
     assert (await p.run_once()).moved == 500
     for _ in range(150):  # 1.5 s of workers reading 20 entries every 10 ms
@@ -149,6 +151,9 @@ async def test_by_default_a_queue_s_bound_is_what_its_workers_read_in_the_target
         clock.advance(0.01)
         await p.run_once()
     assert p.backlog_of("default") == 128
+    assert told[0] == ("default", 500)  # sized at first sight, then told each change
+    assert told[-1] == ("default", 128)
+    assert [size for _, size in told] == sorted({size for _, size in told}, reverse=True)
     waiting = (await d.queue_stats(QueueStatsParams("default"))).due
     assert waiting == 5000 - 150 * 20 - 128  # the streams hold the bound, no more
     assert promoter(d, backlog=12).backlog_of("default") == 12

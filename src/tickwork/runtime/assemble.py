@@ -115,6 +115,7 @@ def scheduler_dispatch(*, store: Store, dispatch: RedisDispatch, clock: Clock,
 
     return SchedulerDispatch(store=store, dispatch=dispatch, clock=clock,
                              on_promoted=metrics.promoted_moved,
+                             on_backlog=metrics.promoter_backlog,
                              on_reconciled=lambda done: metrics.repaired(done.added),
                              priorities=dict(settings.queue_priorities) if settings else None)
 

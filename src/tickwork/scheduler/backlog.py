@@ -54,16 +54,17 @@ class BacklogSize:
         self._moved = 0
         self._held = False
 
-    def observe(self, moved: int, held: bool, now: float) -> None:
+    def observe(self, moved: int, held: bool, now: float) -> bool:
         """One promote call: ``moved`` entries, ``held`` if the bound stopped it moving
-        everything due; ``now`` on a monotonic clock."""
+        everything due; ``now`` on a monotonic clock. Whether the size changed."""
         if self._since is None:
             self._since = now
         self._moved += moved
         self._held = self._held or held
         elapsed = now - self._since
         if elapsed < self.window_seconds:
-            return
+            return False
+        was = self.size
         if self._held:
             self.rate = self._moved / elapsed
             wanted = self.rate * self.seconds
@@ -71,3 +72,4 @@ class BacklogSize:
             # slow window do not swing the bound.
             self.size = min(max(round((self.size + wanted) / 2), self.least), self.most)
         self._since, self._moved, self._held = now, 0, False
+        return self.size != was

@@ -26,15 +26,17 @@ class SchedulerDispatch:
     def __init__(self, *, store: Store, dispatch: Dispatch, clock: Clock,
                  reconcile_interval_seconds: float = 2.0,
                  on_promoted: Callable[[str, int], None] | None = None,
+                 on_backlog: Callable[[str, int], None] | None = None,
                  on_reconciled: Callable[[Reconciled], None] | None = None,
                  priorities: Mapping[str, int] | None = None) -> None:
-        """``on_promoted`` and ``on_reconciled``: the promoter's and the reconciler's hooks
+        """``on_promoted``, ``on_backlog`` and ``on_reconciled``: the promoter's and the
+        reconciler's hooks
         (metrics); ``priorities``: the queues the reconciler re-adds first."""
         self.store = store
         self.dispatch = dispatch
         self.catalog = QueueCatalog(store, clock)
         self.promoter = Promoter(dispatch=dispatch, clock=clock, queues=self.catalog,
-                                 on_promoted=on_promoted)
+                                 on_promoted=on_promoted, on_backlog=on_backlog)
         self.reconciler = Reconciler(dispatch=dispatch, source=StoreWaitingSource(store),
                                      clock=clock, queues=self.catalog,
                                      interval_seconds=reconcile_interval_seconds,

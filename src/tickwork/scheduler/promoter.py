@@ -50,6 +50,7 @@ class Promoter(Loop):
         min_interval_seconds: float = 0.001,
         unavailable_backoff_seconds: float = 1.0,
         on_promoted: Callable[[str, int], None] | None = None,
+        on_backlog: Callable[[str, int], None] | None = None,
     ) -> None:
         """``queues``: the queues to promote, or a function giving them at each pass.
         ``batches_per_queue``: the most batches one pass moves per queue before the next
@@ -57,7 +58,8 @@ class Promoter(Loop):
         ``backlog``: the most entries a queue's streams hold that no worker got yet (0: no
         bound); by default (None) each queue's bound is what its workers read in
         ``backlog_seconds`` (``BacklogSize``). A queue at its bound is looked at again
-        ``held_interval_seconds`` later."""
+        ``held_interval_seconds`` later. ``on_backlog``: told each queue's bound when it is
+        first sized and whenever it changes (a metric)."""
         if backlog is not None and backlog < 0:
             raise ValueError(f"backlog ({backlog}) must be 0 (no bound) or more")
         if not 0 < batch_size <= MAX_PROMOTE:
@@ -81,6 +83,7 @@ class Promoter(Loop):
         self.min_interval_seconds = min_interval_seconds
         self.unavailable_backoff_seconds = unavailable_backoff_seconds
         self.on_promoted = on_promoted
+        self.on_backlog = on_backlog
         self._unavailable = False
 
     def queues(self) -> list[str]:
@@ -101,8 +104,9 @@ class Promoter(Loop):
                     self.on_promoted(queue, step.moved)
                 held = step.moved < self.batch_size and (
                     step.held or bool(backlog and step.next_in_ms == 0))
-                if size is not None:
-                    size.observe(step.moved, held, self.clock.monotonic())
+                if (size is not None and size.observe(step.moved, held, self.clock.monotonic())
+                        and self.on_backlog is not None):
+                    self.on_backlog(queue, size.size)
                 if step.moved < self.batch_size:
                     if held:
                         # The streams hold a backlog: room comes as workers read it.
@@ -123,6 +127,8 @@ class Promoter(Loop):
         size = self._sizes.get(queue)
         if size is None:
             size = self._sizes[queue] = BacklogSize(seconds=self.backlog_seconds)
+            if self.on_backlog is not None:
+                self.on_backlog(queue, size.size)
         return size
 
     def backlog_of(self, queue: str) -> int:
