@@ -30,8 +30,8 @@ class SchedulerDispatch:
                  on_reconciled: Callable[[Reconciled], None] | None = None,
                  priorities: Mapping[str, int] | None = None) -> None:
         """``on_promoted``, ``on_backlog`` and ``on_reconciled``: the promoter's and the
-        reconciler's hooks
-        (metrics); ``priorities``: the queues the reconciler re-adds first."""
+        reconciler's hooks (metrics); ``priorities``: the queues the reconciler re-adds
+        first."""
         self.store = store
         self.dispatch = dispatch
         self.catalog = QueueCatalog(store, clock)

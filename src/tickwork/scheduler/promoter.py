@@ -24,7 +24,6 @@ from tickwork.scheduler.loop import Loop
 log = logging.getLogger("tickwork.promoter")
 
 
-
 @dataclass(frozen=True, slots=True)
 class PromotePass:
     moved: int
