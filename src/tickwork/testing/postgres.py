@@ -192,6 +192,7 @@ SCHEMA_QUERIES = (
         ORDER BY 1"""),
     ("column", """
         SELECT table_name || '.' || column_name || ' ' || data_type
+               || COALESCE(' collate ' || collation_name, '')
                || CASE is_nullable WHEN 'NO' THEN ' not null' ELSE '' END
                || COALESCE(' default ' || column_default, '')
         FROM information_schema.columns

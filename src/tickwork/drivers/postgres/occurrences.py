@@ -252,40 +252,27 @@ class OccurrenceMethods:
         return occurrence_from_row(row)
 
     async def occurrence_list(self, p: b.OccurrenceListParams) -> list[Occurrence]:
-        where: list[sql.Composable] = []
-        args: list[Any] = []
-        if p.job_id is not None:
-            where.append(sql.SQL("job_id = %s"))
-            args.append(p.job_id)
-        if p.namespace is not None:
-            where.append(sql.SQL("job_id IN (SELECT id FROM jobs WHERE namespace = %s)"))
-            args.append(p.namespace)
-        if p.queue is not None:
-            where.append(sql.SQL("queue = %s"))
-            args.append(p.queue)
-        if p.states:
-            where.append(sql.SQL("state = ANY(%s::text[])"))
-            args.append([s.value for s in p.states])
-        if p.since is not None:
-            where.append(sql.SQL("scheduled_at >= %s"))
-            args.append(p.since)
-        if p.until is not None:
-            where.append(sql.SQL("scheduled_at < %s"))
-            args.append(p.until)
-        if p.before is not None:
-            op = "<" if p.newest_first else ">"
-            where.append(sql.SQL("(scheduled_at, job_id COLLATE \"C\") {} (%s, %s)").format(
-                sql.SQL(op)))
-            args.extend(p.before)
+        # Runs that are not running are read in order from occurrences_scheduled, whose
+        # predicate leaves running runs out (a claim then writes no entry to it); the running
+        # ones, as many as the workers run at once, apart. Each part stops at the limit.
+        states = {s.value for s in p.states}
+        parts = [part for part, wanted in (
+            (sql.SQL("state <> 'running'"), not states or states - {RUNNING}),
+            (sql.SQL("state = 'running'"), not states or RUNNING in states)) if wanted]
+        where, args = _list_filters(p)
         order = sql.SQL("DESC" if p.newest_first else "ASC")
-        query = sql.SQL(
-            "SELECT * FROM occurrences {} ORDER BY scheduled_at {}, job_id COLLATE \"C\" {} "
-            "LIMIT %s").format(
-            sql.SQL("WHERE ") + sql.SQL(" AND ").join(where) if where else sql.SQL(""),
-            order, order)
-        args.append(min(p.limit, b.MAX_BATCH))
+        limit = min(p.limit, b.MAX_BATCH)
+        branches: list[sql.Composable] = []
+        params: list[Any] = []
+        for part in parts:
+            branches.append(sql.SQL(
+                "(SELECT * FROM occurrences WHERE {} ORDER BY scheduled_at {}, job_id {} "
+                "LIMIT %s)").format(sql.SQL(" AND ").join([*where, part]), order, order))
+            params += [*args, limit]
+        query = sql.SQL("SELECT * FROM ({}) o ORDER BY scheduled_at {}, job_id {} LIMIT %s").format(
+            sql.SQL(" UNION ALL ").join(branches), order, order)
         async with self.pool.transaction() as conn:
-            rows = await (await conn.execute(query, args)).fetchall()
+            rows = await (await conn.execute(query, [*params, limit])).fetchall()
         return [occurrence_from_row(r) for r in rows]
 
     async def occurrence_next_due(self, queue: str, now: datetime) -> datetime | None:
@@ -351,3 +338,35 @@ def _null_if_empty(values: list[Any]) -> list[Any] | None:
     and each element of an array costs the driver a Python step to encode (a completed run's
     retry time, output and errors are usually all empty)."""
     return None if values.count(None) == len(values) else values
+
+
+RUNNING = OccurrenceState.RUNNING.value
+
+
+def _list_filters(p: b.OccurrenceListParams) -> tuple[list[sql.Composable], list[Any]]:
+    """occurrence_list's conditions but the state's part, and their arguments."""
+    where: list[sql.Composable] = []
+    args: list[Any] = []
+    if p.job_id is not None:
+        where.append(sql.SQL("job_id = %s"))
+        args.append(p.job_id)
+    if p.namespace is not None:
+        where.append(sql.SQL("job_id IN (SELECT id FROM jobs WHERE namespace = %s)"))
+        args.append(p.namespace)
+    if p.queue is not None:
+        where.append(sql.SQL("queue = %s"))
+        args.append(p.queue)
+    if p.states:
+        where.append(sql.SQL("state = ANY(%s::text[])"))
+        args.append([s.value for s in p.states])
+    if p.since is not None:
+        where.append(sql.SQL("scheduled_at >= %s"))
+        args.append(p.since)
+    if p.until is not None:
+        where.append(sql.SQL("scheduled_at < %s"))
+        args.append(p.until)
+    if p.before is not None:  # job ids compare bytewise (migration 019), as the index orders them
+        op = "<" if p.newest_first else ">"
+        where.append(sql.SQL("(scheduled_at, job_id) {} (%s, %s)").format(sql.SQL(op)))
+        args.extend(p.before)
+    return where, args

@@ -149,6 +149,43 @@ class OccurrenceConformance:
                 before = (page[-1].scheduled_at, page[-1].job_id)
             assert seen == expected
 
+        @pytest.mark.parametrize("newest_first", [True, False])
+        async def test_occurrence_list_pages_through_running_runs(
+            self, store: Store, newest_first: bool
+        ) -> None:
+            """Running runs sit in time order among the others, in every page (PostgreSQL
+            reads them apart from the rest: migration 020)."""
+            a = await add_job(store, "a", overlap=Overlap.ALLOW_ALL)
+            b = await add_job(store, "b", overlap=Overlap.ALLOW_ALL)
+            times = [NOW + seconds(10 * i) for i in range(5)]
+            await add_occurrences(store, a, *times)
+            await add_occurrences(store, b, *times)
+            claimed = (await claim(store, NOW + seconds(20), limit=6)).claims
+            assert len(claimed) == 6  # the runs at 0, 10 and 20 s
+            await complete(store, NOW + seconds(21), *(
+                completion(c) for c in claimed if c.occurrence.scheduled_at != times[1]))
+            expected = sorted((t, j.id) for t in times for j in (a, b))
+            if newest_first:
+                expected.reverse()
+            states = {(o.scheduled_at, o.job_id): o.state
+                      for o in await store.occurrence_list(OccurrenceListParams(limit=20))}
+            assert [states[k] for k in sorted(states)] == [
+                S.SUCCEEDED] * 2 + [S.RUNNING] * 2 + [S.SUCCEEDED] * 2 + [S.SCHEDULED] * 4
+            for size in (1, 3, 4):
+                seen: list[tuple[object, str]] = []
+                before = None
+                while page := await store.occurrence_list(OccurrenceListParams(
+                        before=before, limit=size, newest_first=newest_first)):
+                    assert len(page) <= size
+                    seen += [(o.scheduled_at, o.job_id) for o in page]
+                    before = (page[-1].scheduled_at, page[-1].job_id)
+                assert seen == expected, size
+            running = await store.occurrence_list(OccurrenceListParams(
+                states=[S.RUNNING, S.SUCCEEDED], limit=3, newest_first=newest_first))
+            assert [o.scheduled_at for o in running] == (
+                [times[2], times[2], times[1]] if newest_first else
+                [times[0], times[0], times[1]])
+
         async def test_occurrence_list_filters(self, store: Store) -> None:
             await self._seed(store)
             job_a = (await store.job_get("a")).id
