@@ -11,6 +11,7 @@ from tickwork.drivers.base import MAX_BATCH, LeaseRef
 from tickwork.drivers.claiming import (
     Candidate,
     ClaimPlan,
+    Margins,
     candidates_for,
     fresh_query,
     fresh_share,
@@ -271,6 +272,35 @@ def test_a_claim_reads_a_margin_past_its_limit_not_twice_it(limit: int) -> None:
     as many rows again as a burst's claim takes; bounded like every batch (rule 8)."""
     n = candidates_for(limit)
     assert min(limit, MAX_BATCH) < n <= min(limit, MAX_BATCH) * 5 // 4 + 1
+    assert candidates_for(limit, margin=False) == min(limit, MAX_BATCH)
+
+
+def test_the_plan_counts_what_the_policy_left_waiting() -> None:
+    """Started runs behind a running one, buffer_one's kept run and buffer_all's runs wait;
+    skipped, missed and claimed ones do not count."""
+    p = plan([cand("started", 30, attempt=1), cand("started", 20),
+              cand("one", 20, Overlap.BUFFER_ONE), cand("one", 10, Overlap.BUFFER_ONE),
+              cand("all", 20, Overlap.BUFFER_ALL), cand("all", 10, Overlap.BUFFER_ALL),
+              cand("skip", 10), cand("old", 7200, Overlap.ALLOW_ALL), cand("free", 5)],
+             running={"one": [running_ref("one")], "all": [running_ref("all")],
+                      "skip": [running_ref("skip")]}, retrying=["started"])
+    assert_plan(p, claim=[("started", 30), ("free", 5)], missed=[("old", 7200)],
+                skipped=[("started", 20), ("one", 10), ("skip", 10)])
+    assert p.waiting == 3  # one's run at 20, all's two
+
+
+def test_a_queue_reads_a_margin_only_after_a_claim_left_runs_waiting() -> None:
+    margins = Margins()
+    exact, wide = candidates_for(64, margin=False), candidates_for(64)
+    assert margins.candidates("q", 64) == exact
+    margins.note("q", plan([cand("all", 10, Overlap.BUFFER_ALL)],
+                           running={"all": [running_ref("all")]}))
+    assert (margins.candidates("q", 64), margins.candidates("other", 64)) == (wide, exact)
+    margins.note("q", plan([cand("a", 10), cand("b", 10)]))
+    assert margins.candidates("q", 64) == exact
+    held = ClaimPlan(held=[cand("limited", 10)])  # a limit held it back
+    margins.note("q", held)
+    assert margins.candidates("q", 64) == wide
 
 
 def test_a_fresh_share_is_half_a_claim_and_none_of_a_claim_of_one() -> None:

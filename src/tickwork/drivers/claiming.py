@@ -66,16 +66,37 @@ class ClaimPlan:
     superseded: list[Candidate] = field(default_factory=list)  # cancelled before they ran
     cancel_running: list[LeaseRef] = field(default_factory=list)
     held: list[Candidate] = field(default_factory=list)  # a limit holds them back: they wait
+    waiting: int = 0  # read and left waiting by the overlap policy (the job's run goes first)
 
 
-def candidates_for(limit: int) -> int:
-    """How many due occurrences a claim of ``limit`` reads and locks: a quarter more, so a
-    batch gets past the few an overlap policy holds back (those it skips or misses are marked,
-    and the pool claims again at once). Twice the limit read, locked and decoded as many rows
-    again as a burst's claim takes: 6-9 % of the CPU per execution of a worker and of
-    PostgreSQL (docs/benchmarks.md)."""
+def candidates_for(limit: int, *, margin: bool = True) -> int:
+    """How many due occurrences a claim of ``limit`` reads and locks. With ``margin``, a
+    quarter more, so a batch gets past the few an overlap policy or a limit holds back (those
+    it skips or misses are marked, and the pool claims again at once); without, the limit.
+    Twice the limit read, locked and decoded as many rows again as a burst's claim takes: 6-9 %
+    of the CPU per execution of a worker and of PostgreSQL; the quarter, 5 % of a worker's
+    instructions (docs/benchmarks.md). ``Margins`` says when a queue needs it."""
     n = min(limit, MAX_BATCH)
-    return n + n // 4 + 1
+    return n + n // 4 + 1 if margin else n
+
+
+class Margins:
+    """Per queue, whether its next claim reads a margin past its limit: only after a claim
+    that left runs it read waiting (an overlap policy or a limit held them back), which would
+    otherwise be read again at the head of every claim. A store's claims keep one."""
+
+    def __init__(self) -> None:
+        self._behind: set[str] = set()
+
+    def candidates(self, queue: str, limit: int) -> int:
+        return candidates_for(limit, margin=queue in self._behind)
+
+    def note(self, queue: str, plan: ClaimPlan) -> None:
+        """What the queue's last claim left behind."""
+        if plan.waiting or plan.held:
+            self._behind.add(queue)
+        else:
+            self._behind.discard(queue)
 
 
 def fresh_share(limit: int) -> int:
@@ -138,15 +159,14 @@ def plan_claims(
         elif c.policy is Overlap.ALLOW_ALL or not _held_back(c, busy, unfinished):
             take(c, busy)
         elif c.started:
-            continue  # started: never skipped; it runs once the job's running one ends
-        elif c.policy is Overlap.SKIP:
+            plan.waiting += 1  # started: never skipped; it runs once the job's running one ends
+        elif c.policy is Overlap.SKIP or (
+                c.policy is Overlap.BUFFER_ONE and c.job_id in waiting_kept):
             plan.skipped.append(c)
-        elif c.policy is Overlap.BUFFER_ONE:
-            if c.job_id in waiting_kept:
-                plan.skipped.append(c)
-            else:
+        else:  # buffer_one's one kept run, or buffer_all's with the job busy: it waits its turn
+            if c.policy is Overlap.BUFFER_ONE:
                 waiting_kept.add(c.job_id)
-        # BUFFER_ALL, with the job busy: it waits for its turn.
+            plan.waiting += 1
     return plan
 
 

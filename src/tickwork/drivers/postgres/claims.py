@@ -25,7 +25,7 @@ from tickwork.drivers.claiming import (
     ClaimPlan,
     Key,
     KeyRow,
-    candidates_for,
+    Margins,
     fresh_query,
     fresh_share,
     held_by_limits,
@@ -69,12 +69,14 @@ _FRESH_CANDIDATES = fresh_query(Q["occurrence_candidates"], ORDER_OLDEST, FRESH_
 class ClaimMethods:
     pool: Pool
     _specs: SpecCache
+    _margins: Margins
     server_clock: bool
 
     async def occurrence_claim(self, p: b.OccurrenceClaimParams) -> b.ClaimResult:
         async with self.pool.transaction() as conn:
             args = {"queue": p.queue, "now": p.now, "server_clock": self.server_clock,
-                    "limit": candidates_for(p.limit), "hour": hour_start(p.now)}
+                    "limit": self._margins.candidates(p.queue, p.limit),
+                    "hour": hour_start(p.now)}
             rows = await fetch_all(conn, Q["occurrence_candidates"], args)
             if not rows:
                 return b.ClaimResult(claims=[])
@@ -88,6 +90,7 @@ class ClaimMethods:
             limits, budget = await self._limits(conn, candidates, rows, p.now)
             running, retrying = await self._unfinished_of(conn, {c.job_id for c in candidates})
             plan = plan_claims(candidates, running, p.now, p.limit, retrying, budget=budget)
+            self._margins.note(p.queue, plan)
             await self._apply_marks(conn, plan, p.now)
             claims = await self._apply_claims(conn, plan, _rows_of(candidates, rows), p)
             await self._apply_limits(conn, plan, limits, budget, p.now)

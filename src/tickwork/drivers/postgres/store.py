@@ -17,6 +17,7 @@ import psycopg
 from psycopg import sql
 
 from tickwork.drivers import base as b
+from tickwork.drivers.claiming import Margins
 from tickwork.drivers.codec import new_job_ids, spec_to_json, specs_to_json
 from tickwork.drivers.namespaces import check_max_jobs
 from tickwork.drivers.postgres.alerts import AlertMethods
@@ -67,6 +68,7 @@ class PostgresStore(OccurrenceMethods, KeyClaimMethods, HistoryMethods, AlertMet
         self._initial_shard_count = shard_count
         self._shard_count: int | None = None
         self._specs = SpecCache()
+        self._margins = Margins()  # per queue: whether a claim reads past its limit
 
     # -- lifecycle ---------------------------------------------------------------------------
 

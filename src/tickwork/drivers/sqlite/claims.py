@@ -20,7 +20,7 @@ from tickwork.drivers.claiming import (
     ClaimPlan,
     Key,
     KeyRow,
-    candidates_for,
+    Margins,
     fresh_query,
     fresh_share,
     held_by_limits,
@@ -55,12 +55,14 @@ _MARKS = (
 class SqliteClaimMethods:
     _conn: Connection
     _specs: SpecCache
+    _margins: Margins
 
     async def occurrence_claim(self, p: b.OccurrenceClaimParams) -> b.ClaimResult:
         def run(conn: sqlite3.Connection) -> b.ClaimResult:
             now = to_us(p.now)
             with write_transaction(conn):
-                args = {"queue": p.queue, "now": now, "limit": candidates_for(p.limit),
+                args = {"queue": p.queue, "now": now,
+                        "limit": self._margins.candidates(p.queue, p.limit),
                         "hour": to_us(hour_start(p.now))}
                 rows = conn.execute(Q["occurrence_candidates"], args).fetchall()
                 if not rows:
@@ -75,6 +77,7 @@ class SqliteClaimMethods:
                 limits, budget = limits_read(conn, candidates, p.now)
                 running, retrying = self._unfinished_of(conn, {c.job_id for c in candidates})
                 plan = plan_claims(candidates, running, p.now, p.limit, retrying, budget=budget)
+                self._margins.note(p.queue, plan)
                 self._apply_marks(conn, plan, now)
                 claims = [self._claim(conn, c, by_key[(c.job_id, to_us(c.scheduled_at))], p, now)
                           for c in plan.claim]

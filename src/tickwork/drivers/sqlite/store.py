@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tickwork.drivers import base as b
+from tickwork.drivers.claiming import Margins
 from tickwork.drivers.codec import new_job_ids, spec_to_json, specs_to_json
 from tickwork.drivers.namespaces import check_max_jobs
 from tickwork.drivers.rows import SpecCache
@@ -51,6 +52,7 @@ class SqliteStore(SqliteOccurrenceMethods, SqliteKeyMethods, SqliteCalendarMetho
         self.path = path_from_url(url)
         self._conn = Connection(self.path)
         self._specs = SpecCache()
+        self._margins = Margins()  # per queue: whether a claim reads past its limit
 
     # -- lifecycle ---------------------------------------------------------------------------
 

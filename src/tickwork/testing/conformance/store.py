@@ -273,6 +273,23 @@ class ClaimConformance:
             await complete(store, NOW + seconds(32), completion(second))
             assert _at((await claim(store, NOW + seconds(32))).claims) == [20]
 
+        async def test_a_claim_reads_past_what_the_last_one_left_waiting(
+            self, store: Store
+        ) -> None:
+            """A claim reads as many due runs as it has room for; once one left a run waiting
+            (buffer_one's, its job busy), the queue's next reads a margin past it."""
+            job, _ = await _busy(store, Overlap.BUFFER_ONE, 10, 20)
+            others = [await add_job(store, f"o{i:02d}") for i in range(20)]
+            for other in others:
+                await add_occurrences(store, other, NOW + seconds(30))
+            first = await claim(store, NOW + seconds(30), limit=8)
+            assert (len(first.claims), first.skipped) == (6, 1)  # the job's two came first
+            assert {c.occurrence.job_id for c in first.claims} <= {o.id for o in others}
+            second = await claim(store, NOW + seconds(30), limit=8)
+            assert len(second.claims) == 8  # past the kept run, which read alone left 7
+            assert [await _state(store, job, t) for t in (10, 20)] == [
+                S.SCHEDULED, S.SKIPPED_OVERLAP]
+
         async def test_occurrence_claim_cancel_previous(self, store: Store) -> None:
             job, running = await _busy(store, Overlap.CANCEL_PREVIOUS, 60)
             now = NOW + seconds(60)
