@@ -77,14 +77,14 @@ class ClaimMethods:
             args = {"queue": p.queue, "now": p.now, "server_clock": self.server_clock,
                     "limit": self._margins.candidates(p.queue, p.limit),
                     "hour": hour_start(p.now)}
-            rows = await fetch_all(conn, Q["occurrence_candidates"], args)
+            rows = await fetch_all(conn, Q["occurrence_candidates"], args, binary=True)
             if not rows:
                 return b.ClaimResult(claims=[])
             share = fresh_share(p.limit)
             if share and len(rows) >= p.limit:  # a backlog: the newest due have their share
                 rows = [*await fetch_all(conn, _FRESH_CANDIDATES, {
                     **args, "limit": share, "top": rows[0]["priority"],
-                    "after": max(r["due_at"] for r in rows)}), *rows]
+                    "after": max(r["due_at"] for r in rows)}, binary=True), *rows]
             rows = await self._with_job_locks(conn, rows)
             candidates = [self._candidate(r) for r in rows]
             limits, budget = await self._limits(conn, candidates, rows, p.now)
@@ -221,7 +221,7 @@ class KeyClaimMethods(ClaimMethods):
             return b.KeyClaimResult(claims=[])
         async with self.pool.transaction() as conn:
             locked = await fetch_all(conn, Q["occurrence_keys_lock"], {
-                **_key_args(keys), "server_clock": self.server_clock})
+                **_key_args(keys), "server_clock": self.server_clock}, binary=True)
             locked = await self._with_job_locks(conn, locked)
             raw = {(r["job_id"], instant(r["scheduled_at"])): r for r in locked}
             rows = {k: _key_row(r, p.now) for k, r in raw.items()}
