@@ -345,26 +345,16 @@ RUNNING = OccurrenceState.RUNNING.value
 
 def _list_filters(p: b.OccurrenceListParams) -> tuple[list[sql.Composable], list[Any]]:
     """occurrence_list's conditions but the state's part, and their arguments."""
-    where: list[sql.Composable] = []
-    args: list[Any] = []
-    if p.job_id is not None:
-        where.append(sql.SQL("job_id = %s"))
-        args.append(p.job_id)
-    if p.namespace is not None:
-        where.append(sql.SQL("job_id IN (SELECT id FROM jobs WHERE namespace = %s)"))
-        args.append(p.namespace)
-    if p.queue is not None:
-        where.append(sql.SQL("queue = %s"))
-        args.append(p.queue)
-    if p.states:
-        where.append(sql.SQL("state = ANY(%s::text[])"))
-        args.append([s.value for s in p.states])
-    if p.since is not None:
-        where.append(sql.SQL("scheduled_at >= %s"))
-        args.append(p.since)
-    if p.until is not None:
-        where.append(sql.SQL("scheduled_at < %s"))
-        args.append(p.until)
+    given: tuple[tuple[LiteralString, Any], ...] = (
+        ("job_id = %s", p.job_id),
+        ("job_id IN (SELECT id FROM jobs WHERE namespace = %s)", p.namespace),
+        ("queue = %s", p.queue),
+        ("state = ANY(%s::text[])", [s.value for s in p.states] if p.states else None),
+        ("scheduled_at >= %s", p.since),
+        ("scheduled_at < %s", p.until),
+    )
+    where: list[sql.Composable] = [sql.SQL(text) for text, value in given if value is not None]
+    args = [value for _, value in given if value is not None]
     if p.before is not None:  # job ids compare bytewise (migration 019), as the index orders them
         op = "<" if p.newest_first else ">"
         where.append(sql.SQL("(scheduled_at, job_id) {} (%s, %s)").format(sql.SQL(op)))
