@@ -3,9 +3,15 @@
 ``dataclass(frozen=True)`` writes each field through ``object.__setattr__``, looked up anew for
 every field of every instance: a claim builds several such objects per run, and bulk creation
 several per job, and their constructors were a tenth of a worker's time and more of creation's.
-``fast_init`` replaces that ``__init__`` with one that stores each field through its slot's
-own descriptor, bound once per class: the same parameters, defaults and default factories, the
-instance just as frozen afterwards (assigning a field still raises ``FrozenInstanceError``).
+``fast_init`` replaces that ``__init__`` with a cheaper one, the same parameters, defaults and
+default factories, the instance just as frozen afterwards (assigning a field still raises
+``FrozenInstanceError``). A class of ``OPEN_FROM`` fields or more whose only base is
+``object`` is built open: the instance is made an instance of an unfrozen twin with the very
+same slots, its fields stored as plain attributes, and made an instance of the class again
+(two ``__class__`` assignments, which Python allows between types of one layout, and checks);
+a smaller class, or one with another base, stores each field through its slot's own
+descriptor, bound once per class. Occurrence's 18 fields: 0.8 us against 1.7 through the
+descriptors and 4.3 through ``object.__setattr__``, on one host.
 
 Only for classes whose ``__init__`` takes exactly their fields (no ``InitVar``, no field left
 out of it) and that have no ``__post_init__``; anything else is refused when the class is
@@ -21,6 +27,10 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 _NO_VALUE = object()
+# Fields from which the open twin is cheaper: its two class assignments cost about as much as
+# three stores through the slots' descriptors.
+OPEN_FROM = 4
+_SET_CLASS = object.__dict__["__class__"].__set__  # past the frozen class's __setattr__
 
 
 def fast_init(cls: type[T]) -> type[T]:
@@ -35,7 +45,10 @@ def fast_init(cls: type[T]) -> type[T]:
     names = list(inspect.signature(cls.__init__).parameters)[1:]
     if names != [f.name for f in fields]:  # a field outside __init__, or an InitVar
         raise TypeError(f"fast_init: {cls.__name__}'s __init__ takes other than its fields")
-    scope: dict[str, Any] = {"_NO_VALUE": _NO_VALUE}
+    scope: dict[str, Any] = {"_NO_VALUE": _NO_VALUE, "_SET_CLASS": _SET_CLASS, "_cls": cls}
+    twin = _open_twin(cls, fields)
+    if twin is not None:
+        scope["_open"] = twin
     positional: list[str] = []
     keyword: list[str] = []
     body: list[str] = []
@@ -52,8 +65,14 @@ def fast_init(cls: type[T]) -> type[T]:
         else:
             param = f.name
         (keyword if f.kw_only else positional).append(param)
-        body.append(f"    _set{i}(self, {value})\n")
+        if twin is None:
+            body.append(f"    _set{i}(self, {value})\n")
+        else:
+            body.append(f"        self.{f.name} = {value}\n")
     signature = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
+    if twin is not None:
+        body = ["    _SET_CLASS(self, _open)\n", "    try:\n", *body,
+                "    finally:\n", "        self.__class__ = _cls\n"]
     source = f"def __init__({signature}):\n" + ("".join(body) or "    pass\n")
     exec(source, scope)  # noqa: S102  (our own text, from the class's field names)
     init = scope["__init__"]
@@ -62,3 +81,12 @@ def fast_init(cls: type[T]) -> type[T]:
     init.__doc__ = cls.__init__.__doc__
     cls.__init__ = init  # type: ignore[method-assign]
     return cls
+
+
+def _open_twin(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> type | None:
+    """An unfrozen class with ``cls``'s slots, in their order, or None where it would not pay
+    or Python would refuse the class assignment."""
+    names = tuple(f.name for f in fields)
+    if len(names) < OPEN_FROM or cls.__bases__ != (object,) or cls.__dict__["__slots__"] != names:
+        return None
+    return type(f"_Open{cls.__name__}", (), {"__slots__": names, "__module__": cls.__module__})

@@ -94,6 +94,7 @@ class AuditAction(StrEnum):
 KINDS = ("http", "slack", "email", "shell", "python", "publish")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ScheduleSpec:
     """When a job runs: exactly one of ``at``, ``cron``, ``every_seconds`` or ``rule`` is set.
@@ -186,6 +187,7 @@ class JobSpec:
         return (event, names) if names else None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Upstream:
     """The run whose end triggered a chained occurrence: handed to its executions."""

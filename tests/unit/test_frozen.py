@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
+import pickle
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -12,8 +14,16 @@ import pytest
 
 from tickwork.drivers.base import Completion, LeaseRef
 from tickwork.executors.base import ExecutionContext
-from tickwork.frozen import fast_init
-from tickwork.models import Claim, Job, JobSpec, Occurrence
+from tickwork.frozen import OPEN_FROM, fast_init
+from tickwork.models import (
+    Claim,
+    Job,
+    JobSpec,
+    Occurrence,
+    OccurrenceState,
+    Trigger,
+    idempotency_key,
+)
 
 
 def _example() -> type[Any]:
@@ -29,22 +39,63 @@ def _example() -> type[Any]:
     return Example
 
 
+def _wide() -> type[Any]:
+    """As _example, with enough fields to be built open (through the unfrozen twin)."""
+
+    @dataclass(frozen=True, slots=True)
+    class Wide:
+        a: int
+        b: str = "b"
+        c: list[int] = field(default_factory=list)
+        e: int = 5
+        f: int = 6
+        g: int = 7
+        d: int = field(default=4, kw_only=True)
+
+    assert len(dataclasses.fields(Wide)) >= OPEN_FROM
+    return Wide
+
+
+@dataclass(frozen=True, slots=True)
+class _Base:
+    a: int
+
+
+def _derived() -> type[Any]:
+    """Wide enough, but with a base of its own: built through the slots' descriptors."""
+
+    @dataclass(frozen=True, slots=True)
+    class Derived(_Base):
+        b: str = "b"
+        c: list[int] = field(default_factory=list)
+        e: int = 5
+        f: int = 6
+        d: int = field(default=4, kw_only=True)
+
+    return Derived
+
+
 Plain = _example()
 Fast = fast_init(_example())
+PAIRS = [(Plain, Fast), (_wide(), fast_init(_wide())), (_derived(), fast_init(_derived()))]
 
 
+@pytest.mark.parametrize(("plain_cls", "fast_cls"), PAIRS)
 @pytest.mark.parametrize(("args", "kwargs"), [
     ((1,), {}), ((1, "x"), {}), ((1, "x", [2]), {"d": 7}), ((), {"a": 1, "c": [3]}),
 ])
-def test_it_takes_the_arguments_the_dataclass_takes(args: tuple[object, ...],
-                                                     kwargs: dict[str, object]) -> None:
-    plain = Plain(*args, **kwargs)
-    fast = Fast(*args, **kwargs)
+def test_it_takes_the_arguments_the_dataclass_takes(
+        plain_cls: type[Any], fast_cls: type[Any], args: tuple[object, ...],
+        kwargs: dict[str, object]) -> None:
+    plain = plain_cls(*args, **kwargs)
+    fast = fast_cls(*args, **kwargs)
     assert dataclasses.astuple(plain) == dataclasses.astuple(fast)
+    assert type(fast) is fast_cls
 
 
-def test_each_instance_gets_its_own_default_from_a_factory() -> None:
-    one, two = Fast(1), Fast(2)
+@pytest.mark.parametrize("fast_cls", [fast for _, fast in PAIRS])
+def test_each_instance_gets_its_own_default_from_a_factory(fast_cls: type[Any]) -> None:
+    one, two = fast_cls(1), fast_cls(2)
     assert one.c == []
     assert one.c is not two.c
 
@@ -58,14 +109,34 @@ def test_it_refuses_what_the_dataclass_refuses(args: tuple[object, ...],
         Fast(*args, **kwargs)
 
 
-def test_the_instance_stays_frozen_equal_and_hashable() -> None:
-    fast = Fast(1, "x", d=2)
+@pytest.mark.parametrize("fast_cls", [fast for _, fast in PAIRS])
+def test_the_instance_stays_frozen_equal_and_hashable(fast_cls: type[Any]) -> None:
+    fast = fast_cls(1, "x", d=2)
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.a = 2
-    assert fast == Fast(1, "x", d=2)
-    assert fast != Fast(1, "y", d=2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.d = 3
+    assert (fast.a, fast.d) == (1, 2)
+    assert fast == fast_cls(1, "x", d=2)
+    assert fast != fast_cls(1, "y", d=2)
     at = datetime(2030, 1, 1, tzinfo=UTC)
     assert LeaseRef("j", at, 1) in {LeaseRef("j", at, 1)}
+
+
+def test_a_model_built_open_is_its_own_class_frozen_and_copies() -> None:
+    at = datetime(2030, 1, 1, tzinfo=UTC)
+    occ = Occurrence(job_id="job-1", scheduled_at=at, due_at=at, queue="default", priority=0,
+                     state=OccurrenceState.SCHEDULED, attempt=0, max_attempts=3,
+                     trigger=Trigger.SCHEDULE, idempotency_key=idempotency_key("job-1", at),
+                     created_at=at, updated_at=at)
+    assert type(occ) is Occurrence
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        occ.attempt = 2  # type: ignore[misc]
+    assert copy.copy(occ) == occ
+    assert pickle.loads(pickle.dumps(occ)) == occ
+    later = dataclasses.replace(occ, attempt=2)
+    assert (type(later), later.attempt, later.job_id) == (Occurrence, 2, "job-1")
+    assert later != occ
 
 
 @pytest.mark.parametrize("cls", [JobSpec, Job, Occurrence, Claim, Completion, LeaseRef,

@@ -133,6 +133,7 @@ class JobDueParams:
     until_one_off: datetime | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class NewOccurrence:
     job_id: str
@@ -146,6 +147,7 @@ class NewOccurrence:
     overlap: Overlap | None = None  # claimed under this policy instead of the job's (backfills)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class JobAdvance:
     """Materialise these occurrences and move the job's next run on, in one transaction.

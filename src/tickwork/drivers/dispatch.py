@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
+from tickwork.frozen import fast_init
+
 if TYPE_CHECKING:
     from tickwork.drivers.base import NewOccurrence
     from tickwork.models import Occurrence
@@ -69,6 +71,7 @@ def parse_key(key: str) -> tuple[str, datetime]:
     return job_id, EPOCH + timedelta(microseconds=int(micros))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class DueItem:
     """One occurrence to deliver once ``due_ms`` has passed on the dispatch's clock."""
@@ -79,6 +82,7 @@ class DueItem:
     priority: int = 0
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Entry:
     """A delivered occurrence key, pending for its consumer until acked, retried or
