@@ -353,10 +353,19 @@ def rfc3339(dt: datetime) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# The instant last formatted for a key, and its text: the runs of a burst share one instant,
+# and a claim makes a key for each run it takes. One tuple, swapped whole (threads read it).
+_LAST_INSTANT: list[tuple[datetime | None, str]] = [(None, "")]
+
+
 def idempotency_key(
     job_id: str, scheduled_at: datetime, trigger: Trigger = Trigger.SCHEDULE
 ) -> str:
     """``job_id:scheduled_at`` for scheduled runs; manual runs and backfills get their own."""
+    last, text = _LAST_INSTANT[0]
+    if scheduled_at != last:  # equal instants have one text, whatever their time zone
+        text = rfc3339(scheduled_at)
+        _LAST_INSTANT[0] = (scheduled_at, text)
     if trigger is Trigger.SCHEDULE:
-        return f"{job_id}:{rfc3339(scheduled_at)}"
-    return f"{job_id}:{trigger.value}:{rfc3339(scheduled_at)}"
+        return f"{job_id}:{text}"
+    return f"{job_id}:{trigger.value}:{text}"
