@@ -14,7 +14,7 @@ import pytest
 
 from tickwork.drivers.base import Completion, LeaseRef
 from tickwork.executors.base import ExecutionContext
-from tickwork.frozen import OPEN_FROM, fast_init
+from tickwork.frozen import OPEN_FROM, direct, fast_init
 from tickwork.models import (
     Claim,
     Job,
@@ -89,15 +89,18 @@ def test_it_takes_the_arguments_the_dataclass_takes(
         kwargs: dict[str, object]) -> None:
     plain = plain_cls(*args, **kwargs)
     fast = fast_cls(*args, **kwargs)
-    assert dataclasses.astuple(plain) == dataclasses.astuple(fast)
-    assert type(fast) is fast_cls
+    built = direct(fast_cls)(*args, **kwargs)
+    assert dataclasses.astuple(plain) == dataclasses.astuple(fast) == dataclasses.astuple(built)
+    assert type(fast) is type(built) is fast_cls
+    assert built == fast
 
 
 @pytest.mark.parametrize("fast_cls", [fast for _, fast in PAIRS])
 def test_each_instance_gets_its_own_default_from_a_factory(fast_cls: type[Any]) -> None:
-    one, two = fast_cls(1), fast_cls(2)
-    assert one.c == []
+    one, two, three = fast_cls(1), fast_cls(2), direct(fast_cls)(3)
+    assert one.c == [] == three.c
     assert one.c is not two.c
+    assert three.c is not one.c
 
 
 @pytest.mark.parametrize(("args", "kwargs"), [((), {}), ((1, "x", [], 5), {}), ((1,), {"e": 1})])
@@ -107,16 +110,21 @@ def test_it_refuses_what_the_dataclass_refuses(args: tuple[object, ...],
         Plain(*args, **kwargs)
     with pytest.raises(TypeError):
         Fast(*args, **kwargs)
+    with pytest.raises(TypeError):
+        direct(Fast)(*args, **kwargs)
 
 
 @pytest.mark.parametrize("fast_cls", [fast for _, fast in PAIRS])
 def test_the_instance_stays_frozen_equal_and_hashable(fast_cls: type[Any]) -> None:
     fast = fast_cls(1, "x", d=2)
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        fast.a = 2
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        fast.d = 3
-    assert (fast.a, fast.d) == (1, 2)
+    built = direct(fast_cls)(1, "x", d=2)
+    for made in (fast, built):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            made.a = 2
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            made.d = 3
+        assert (made.a, made.d) == (1, 2)
+    assert built == fast
     assert fast == fast_cls(1, "x", d=2)
     assert fast != fast_cls(1, "y", d=2)
     at = datetime(2030, 1, 1, tzinfo=UTC)
@@ -147,6 +155,12 @@ def test_the_models_keep_their_signatures(cls: type) -> None:
     assert [p.name for p in params] == [f.name for f in fields]
     assert [p.kind is inspect.Parameter.KEYWORD_ONLY for p in params] == [
         f.kw_only is True for f in fields]
+
+
+def test_direct_serves_only_what_fast_init_made() -> None:
+    with pytest.raises(TypeError, match="fast_init"):
+        direct(Plain)
+    assert direct(Occurrence) is direct(Occurrence)
 
 
 def test_classes_it_cannot_serve_are_refused_when_defined() -> None:

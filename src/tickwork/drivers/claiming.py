@@ -125,7 +125,7 @@ def is_past_catchup(c: Candidate, now: datetime) -> bool:
     One a limit held back before then is not: it waits for its turn, however long."""
     if c.trigger is not Trigger.SCHEDULE or c.started or c.limited_at is not None:
         return False
-    return now - c.scheduled_at > timedelta(seconds=c.spec.catchup_window_seconds)
+    return (now - c.scheduled_at).total_seconds() > c.spec.catchup_window_seconds
 
 
 def plan_claims(

@@ -20,6 +20,7 @@ from json.encoder import (  # type: ignore[attr-defined]  # c_make_encoder: not 
 )
 from typing import Any
 
+from tickwork.frozen import direct
 from tickwork.models import (
     ChainEvent,
     Delivery,
@@ -211,6 +212,7 @@ class _ParsedSpecs:
 
 
 _PARSED = _ParsedSpecs()
+_new_spec = direct(JobSpec)  # one per job read under a name not seen before
 
 
 def spec_from_json(text: str) -> JobSpec:
@@ -227,7 +229,7 @@ def spec_from_json(text: str) -> JobSpec:
         return known
     if known.name == name:
         return known
-    return JobSpec(name, known.schedule, known.kind, known.payload, known.queue,
+    return _new_spec(name, known.schedule, known.kind, known.payload, known.queue,
                    known.priority, known.retry, known.timeout_seconds, known.overlap,
                    known.catchup_window_seconds, known.paused, known.tags, known.delivery,
                    alerts=known.alerts, on_success=known.on_success,

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from tickwork.drivers.codec import spec_from_json, upstream_from_json
+from tickwork.frozen import direct
 from tickwork.models import (
     Attempt,
     AttemptOutcome,
@@ -24,6 +25,7 @@ from tickwork.models import (
     idempotency_key,
 )
 
+_new_occurrence = direct(Occurrence)  # one per run claimed: no class call's keyword dict
 # Enum members by value: a dict lookup costs a fraction of calling the enum, and claims
 # build several per occurrence.
 STATES: dict[str, OccurrenceState] = {s.value: s for s in OccurrenceState}
@@ -119,7 +121,7 @@ class RowReader:
                     worker: str | None) -> Occurrence:
         scheduled_at = self.instant(row["scheduled_at"])
         trigger = TRIGGERS[row["trigger"]]
-        return Occurrence(
+        return _new_occurrence(
             job_id=row["job_id"],
             scheduled_at=scheduled_at,
             due_at=self.instant(row["due_at"]),

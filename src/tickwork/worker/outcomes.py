@@ -10,9 +10,12 @@ import random
 from datetime import datetime, timedelta
 
 from tickwork.drivers.base import Completion
+from tickwork.frozen import direct
 from tickwork.models import AttemptOutcome, Claim, Delivery, OccurrenceState
 from tickwork.outcomes import Cancel, Result, Success, TimedOut
 from tickwork.retry import backoff_delay
+
+_new_completion = direct(Completion)  # one per run: without a class call's keyword dict
 
 
 def decide(
@@ -28,7 +31,7 @@ def decide(
 
     def complete(state: OccurrenceState, outcome: AttemptOutcome, *, output: str | None = None,
                  error: str | None = None, due_at: datetime | None = None) -> Completion:
-        return Completion(
+        return _new_completion(
             job_id=occ.job_id, scheduled_at=occ.scheduled_at, attempt=occ.attempt, state=state,
             outcome=outcome, started_at=started_at, finished_at=finished_at, output=output,
             error=error, due_at=due_at, queued_at=occ.due_at,

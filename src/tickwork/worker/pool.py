@@ -33,6 +33,7 @@ from tickwork.drivers.base import (
 from tickwork.drivers.chaining import chain_fire
 from tickwork.errors import reported_outage
 from tickwork.executors.base import ExecutionContext, Executor, ThreadRunsOn
+from tickwork.frozen import direct
 from tickwork.models import Claim
 from tickwork.outcomes import Fail, Result, TimedOut
 from tickwork.worker.completer import Completer
@@ -49,6 +50,8 @@ log = logging.getLogger("tickwork.worker")
 # for a quarter of its queue's slots to be free, so that under load one claim round trip
 # serves many occurrences instead of one or two. Short enough to be lost in any job's run.
 CLAIM_LINGER_SECONDS = 0.005
+
+_new_context = direct(ExecutionContext)  # one per run: without a class call's keyword dict
 
 THREAD_RUNS_ON = ("its synchronous callable runs in a thread, which cannot be stopped: it runs "
                   "to its end, and its result is discarded")
@@ -280,7 +283,7 @@ class WorkerPool:
         started = self.clock.now()
         timeout = job.spec.timeout_seconds
         span = None if self.tracer is None else self.tracer.start(claim)
-        ctx = ExecutionContext(
+        ctx = _new_context(
             job_id=job.id, job_name=job.spec.name, kind=job.spec.kind, payload=job.spec.payload,
             scheduled_at=occ.scheduled_at, attempt=occ.attempt,
             max_attempts=job.spec.retry.max_attempts, idempotency_key=occ.idempotency_key,

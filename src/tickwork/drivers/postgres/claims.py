@@ -36,7 +36,7 @@ from tickwork.drivers.claiming import (
     unique,
 )
 from tickwork.drivers.limits import Budget, LimitState, hour_start
-from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all
+from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_tuples
 from tickwork.drivers.postgres.limits import (
     limits_note_held,
     limits_read,
@@ -51,6 +51,7 @@ from tickwork.drivers.postgres.rows import (
     occurrence_claimed,
 )
 from tickwork.drivers.rows import STATES, TRIGGERS, SpecCache
+from tickwork.frozen import direct
 from tickwork.models import Claim, Job, JobSpec, OccurrenceState, Overlap
 
 _MARKS = (
@@ -64,6 +65,9 @@ _CANCEL_PREVIOUS_WHY = "cancelled: a newer run started (overlap cancel_previous)
 ORDER_OLDEST = "ORDER BY o.priority DESC, o.due_at\n"
 FRESH_ORDER = "AND o.priority = %(top)s AND o.due_at > %(after)s\nORDER BY o.due_at DESC\n"
 _FRESH_CANDIDATES = fresh_query(Q["occurrence_candidates"], ORDER_OLDEST, FRESH_ORDER)
+# Built once per row read or run claimed: without a class call's keyword dict.
+_new_candidate, _new_key_row = direct(Candidate), direct(KeyRow)
+_new_job, _new_claim = direct(Job), direct(Claim)
 
 
 class ClaimMethods:
@@ -109,7 +113,7 @@ class ClaimMethods:
                           or self._spec(r).max_concurrency is not None})
         if not guarded:
             return rows
-        locked = {r["id"] for r in await fetch_all(conn, Q["job_overlap_locks"], (guarded,))}
+        locked = {r[0] for r in await fetch_tuples(conn, Q["job_overlap_locks"], (guarded,))}
         return [r for r in rows if r["job_id"] in locked or (
             r["claim_overlap"] == Overlap.ALLOW_ALL.value
             and self._spec(r).max_concurrency is None)]
@@ -118,7 +122,7 @@ class ClaimMethods:
         return self._specs.get(row["job_id"], row["job_version"], row["job_spec"])
 
     def _candidate(self, row: Row) -> Candidate:
-        return Candidate(
+        return _new_candidate(
             job_id=row["job_id"], scheduled_at=instant(row["scheduled_at"]),
             state=STATES[row["state"]], attempt=row["attempt"],
             trigger=TRIGGERS[row["trigger"]], spec=self._spec(row),
@@ -193,11 +197,11 @@ class ClaimMethods:
             if done is not None and (c.job_id, c.scheduled_at) not in done:
                 continue
             source = rows_of[id(c)]
-            job = Job(id=c.job_id, spec=c.spec, next_run_at=instant_or_none(
+            job = _new_job(id=c.job_id, spec=c.spec, next_run_at=instant_or_none(
                 source["job_next_run_at"]), created_at=instant(source["job_created_at"]),
                 updated_at=instant(source["job_updated_at"]), shard=source["job_shard"],
                 namespace=source["job_namespace"])
-            claims.append(Claim(
+            claims.append(_new_claim(
                 occurrence=occurrence_claimed(source, now=p.now, lease_until=lease_until,
                                               worker=p.worker),
                 job=job, limited_at=instant_or_none(source["limited_at"])))
@@ -270,6 +274,6 @@ class KeyClaimMethods(ClaimMethods):
 
 def _key_row(r: Row, now: datetime) -> KeyRow:
     due_at = instant(r["due_at"])
-    return KeyRow(state=STATES[r["state"]], due_at=due_at, priority=r["priority"],
+    return _new_key_row(state=STATES[r["state"]], due_at=due_at, priority=r["priority"],
                   held=bool(r["job_paused"] or r["queue_paused"]),
                   deleted=bool(r["job_deleted"]), due=due_at <= now and bool(r["server_due"]))

@@ -24,7 +24,7 @@ from typing import Any, LiteralString
 
 import psycopg
 import psycopg_pool
-from psycopg.rows import DictRow, dict_row
+from psycopg.rows import DictRow, dict_row, tuple_row
 
 from tickwork.drivers import safe_url
 from tickwork.drivers.sqlfiles import load_queries
@@ -209,6 +209,15 @@ async def fetch_all(conn: Conn, query: LiteralString, params: Any = None, *,
     """``binary``: rows in PostgreSQL's binary format, cheaper to decode (instants, integers)
     for the wide rows a claim reads; the values are the same Python objects."""
     cur = await conn.execute(query, params, binary=binary)
+    return await cur.fetchall()
+
+
+async def fetch_tuples(conn: Conn, query: LiteralString, params: Any = None
+                       ) -> list[tuple[Any, ...]]:
+    """Rows as tuples, for the narrow rows read once per run (a dict per row costs a call to
+    build it; a tuple comes straight from the driver's C)."""
+    cur = conn.cursor(row_factory=tuple_row)
+    await cur.execute(query, params)
     return await cur.fetchall()
 
 

@@ -18,7 +18,7 @@ from tickwork.drivers import base as b
 from tickwork.drivers.chaining import MAX_PROBES, ONE_US, ChainFire, chain_fire, same_run
 from tickwork.drivers.codec import upstream_from_json, upstream_to_json
 from tickwork.drivers.limits import hour_start
-from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one
+from tickwork.drivers.postgres.connection import Conn, Pool, Q, fetch_all, fetch_one, fetch_tuples
 from tickwork.drivers.postgres.rows import (
     attempt_from_row,
     instant,
@@ -126,12 +126,12 @@ class OccurrenceMethods:
         async with connection as conn:
             retried: list[str] = []
             for round_ in rounds:
-                rows = await fetch_all(conn, query, _completion_args(
+                rows = await fetch_tuples(conn, query, _completion_args(
                     [(i, p.completions[i]) for i in round_], p.now))
-                for r in rows:
-                    applied[r["idx"]] = True
-                    if r["state"] == OccurrenceState.RETRYING.value:
-                        retried.append(r["queue"])
+                for idx, state, queue in rows:  # the statement's SELECT idx, state, queue
+                    applied[idx] = True
+                    if state == RETRYING:
+                        retried.append(queue)
             fires = [c.chain for c, ok in zip(p.completions, applied, strict=True)
                      if ok and c.chain is not None]
             if fires:
@@ -341,6 +341,7 @@ def _null_if_empty(values: list[Any]) -> list[Any] | None:
 
 
 RUNNING = OccurrenceState.RUNNING.value
+RETRYING = OccurrenceState.RETRYING.value
 
 
 def _list_filters(p: b.OccurrenceListParams) -> tuple[list[sql.Composable], list[Any]]:

@@ -56,11 +56,13 @@ from tickwork.drivers.redis.keys import (
     member,
 )
 from tickwork.drivers.redis.lua import Scripts
+from tickwork.frozen import direct
 
 log = logging.getLogger("tickwork.dispatch.redis")
 
 PIPELINE_CHUNK = 1000  # members per ZADD in a pipelined due_add
 MAX_BLOCK_MS = 60_000
+_new_entry = direct(Entry)  # one per entry read: without a class call's keyword dict
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +186,7 @@ class RedisDispatch:
 
     def _entry(self, band: int, entry_id: str, flat: Sequence[Any], count: int = 1) -> Entry:
         fields = _fields(flat)
-        return Entry(id=str(entry_id), band=band, key=fields.get("k", ""),
+        return _new_entry(id=str(entry_id), band=band, key=fields.get("k", ""),
                      due_ms=_int(fields.get("d", "0")), delivery_count=count)
 
     async def _read_now(self, queue: str, consumer: str, count: int) -> tuple[list[Entry], int]:
