@@ -47,6 +47,7 @@ SYNC_THREADS = 1024
 
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _CALLABLE = re.compile(rf"({_DOTTED}):({_DOTTED})")
+_NOTHING = Success()  # a callable returned None: frozen, so one serves every run
 
 
 def validate_payload(payload: object, *, decoded: bool = False) -> dict[str, Any]:
@@ -126,6 +127,8 @@ class PythonExecutor:
             return self._capped(outcome)
         except (Exception, SystemExit) as exc:  # a job's sys.exit() must not stop the worker
             return Fail(_describe(exc, self._error_limit()), retriable=True)
+        if result is None:
+            return _NOTHING
         if isinstance(result, Success | Fail | Cancel):
             return self._capped(result)
         return Success(output=self._render(result))
