@@ -313,11 +313,13 @@ class WorkerPool:
             await self._settle_dropped(running)
             return
         completion = decide(claim, result, started_at=started, finished_at=finished, rng=self.rng)
-        fire = chain_fire(job.spec, job_id=job.id, scheduled_at=occ.scheduled_at,
-                          attempt=occ.attempt, idempotency_key=occ.idempotency_key,
-                          state=completion.state, output=completion.output)
-        if fire is not None:  # written with the completion, in its transaction
-            completion = replace(completion, chain=fire)
+        spec = job.spec
+        if spec.on_success or spec.on_failure or spec.on_dead:  # it names jobs to trigger
+            fire = chain_fire(spec, job_id=job.id, scheduled_at=occ.scheduled_at,
+                              attempt=occ.attempt, idempotency_key=occ.idempotency_key,
+                              state=completion.state, output=completion.output)
+            if fire is not None:  # written with the completion, in its transaction
+                completion = replace(completion, chain=fire)
         if span is not None:
             span.end(result, completion)
         if self.on_finished is not None:
