@@ -24,6 +24,7 @@ from tickwork.models import Claim, OccurrenceState, rfc3339
 runs_log = logging.getLogger("tickwork.runs")
 
 SUMMARY_SECONDS = 60.0
+_NAMES = {s: s.value for s in OccurrenceState}  # .value is a Python property: read once
 
 _LEVELS = {
     OccurrenceState.SUCCEEDED: logging.DEBUG,
@@ -45,7 +46,7 @@ class RunLog:
 
     def finished(self, claim: Claim, completion: Completion) -> None:
         state = completion.state
-        self.counts[state.value] += 1
+        self.counts[_NAMES[state]] += 1
         if self._timer is None and self.summary_seconds > 0:
             try:
                 loop = asyncio.get_running_loop()

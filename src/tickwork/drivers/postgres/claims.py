@@ -61,6 +61,7 @@ _MARKS = (
     ("superseded", OccurrenceState.CANCELLED,
      "superseded by a newer run (overlap cancel_previous)"),
 )
+_ALLOW_ALL = Overlap.ALLOW_ALL.value  # an enum's .value is a Python property: read once
 _CANCEL_PREVIOUS_WHY = "cancelled: a newer run started (overlap cancel_previous)"
 ORDER_OLDEST = "ORDER BY o.priority DESC, o.due_at\n"
 FRESH_ORDER = "AND o.priority = %(top)s AND o.due_at > %(after)s\nORDER BY o.due_at DESC\n"
@@ -109,13 +110,13 @@ class ClaimMethods:
         # same job is as if it came right after it, which allow_all permits.
         # An allow_all job with a max_concurrency counts its running attempts: locked too.
         guarded = sorted({r["job_id"] for r in rows
-                          if r["claim_overlap"] != Overlap.ALLOW_ALL.value
+                          if r["claim_overlap"] != _ALLOW_ALL
                           or self._spec(r).max_concurrency is not None})
         if not guarded:
             return rows
         locked = {r[0] for r in await fetch_tuples(conn, Q["job_overlap_locks"], (guarded,))}
         return [r for r in rows if r["job_id"] in locked or (
-            r["claim_overlap"] == Overlap.ALLOW_ALL.value
+            r["claim_overlap"] == _ALLOW_ALL
             and self._spec(r).max_concurrency is None)]
 
     def _spec(self, row: Row) -> JobSpec:

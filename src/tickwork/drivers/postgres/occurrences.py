@@ -29,6 +29,7 @@ from tickwork.errors import OccurrenceNotFound, StoreError
 from tickwork.models import (
     TERMINAL_STATES,
     Attempt,
+    AttemptOutcome,
     AuditAction,
     Delivery,
     Occurrence,
@@ -319,12 +320,12 @@ def _completion_args(items: list[tuple[int, b.Completion]], now: datetime) -> di
         "job_ids": [c.job_id for c in cs],
         "scheduled": [c.scheduled_at for c in cs],
         "attempts": [c.attempt for c in cs],
-        "states": [c.state.value for c in cs],
+        "states": [_VALUES[c.state] for c in cs],
         "due": _null_if_empty([c.due_at for c in cs]),
         "finished": [c.finished_at if c.state in TERMINAL_STATES else None for c in cs],
         "last_errors": _null_if_empty([c.error if c.state is not OccurrenceState.SUCCEEDED
                                        else None for c in cs]),
-        "outcomes": [c.outcome.value for c in cs],
+        "outcomes": [_VALUES[c.outcome] for c in cs],
         "started": [c.started_at for c in cs],
         "ended": [c.finished_at for c in cs],
         "outputs": _null_if_empty([c.output for c in cs]),
@@ -341,6 +342,9 @@ def _null_if_empty(values: list[Any]) -> list[Any] | None:
 
 
 RUNNING = OccurrenceState.RUNNING.value
+# Each state's and outcome's text: an enum's .value is a Python property, read per member once.
+_VALUES: dict[OccurrenceState | AttemptOutcome, str] = {
+    m: m.value for m in (*OccurrenceState, *AttemptOutcome)}
 RETRYING = OccurrenceState.RETRYING.value
 
 
