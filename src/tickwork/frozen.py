@@ -58,7 +58,8 @@ def fast_init(cls: type[T]) -> type[T]:
                              "_open": twin, "_new": object.__new__}
     positional: list[str] = []
     keyword: list[str] = []
-    stores: list[str] = []
+    slot_stores: list[str] = []
+    open_stores: list[str] = []
     for i, f in enumerate(fields):
         scope[f"_set{i}"] = getattr(cls, f.name).__set__
         value = f.name
@@ -72,17 +73,21 @@ def fast_init(cls: type[T]) -> type[T]:
         else:
             param = f.name
         (keyword if f.kw_only else positional).append(param)
-        stores.append(f"_set{i}(self, {value})" if twin is None else f"self.{f.name} = {value}")
+        slot_stores.append(f"_set{i}(self, {value})")
+        open_stores.append(f"self.{f.name} = {value}")
     params_text = ", ".join([*positional, *(["*", *keyword] if keyword else [])])
     if twin is None:
-        init = ["def __init__(self, {params}):", *(f"    {x}" for x in stores), "    pass"]
-        build = ["def build({params}):", "    self = _new(_cls)", *(f"    {x}" for x in stores)]
+        init = ["def __init__(self, {params}):", *(f"    {x}" for x in slot_stores), "    pass"]
+        build = ["def build({params}):", "    self = _new(_cls)",
+                 *(f"    {x}" for x in slot_stores)]
     else:
-        init = ["def __init__(self, {params}):", "    _SET_CLASS(self, _open)", "    try:",
-                *(f"        {x}" for x in stores),
+        # A subclass's instance (its layout may differ from the twin's) takes the slow way.
+        init = ["def __init__(self, {params}):", "    if type(self) is not _cls:",
+                *(f"        {x}" for x in slot_stores), "        return",
+                "    _SET_CLASS(self, _open)", "    try:", *(f"        {x}" for x in open_stores),
                 "    finally:", "        self.__class__ = _cls"]
-        build = ["def build({params}):", "    self = _new(_open)", *(f"    {x}" for x in stores),
-                 "    self.__class__ = _cls"]
+        build = ["def build({params}):", "    self = _new(_open)",
+                 *(f"    {x}" for x in open_stores), "    self.__class__ = _cls"]
     build.append("    return self")
     source = "\n".join([*init, *build]).replace("{params}", params_text).replace(
         "(self, )", "(self)") + "\n"

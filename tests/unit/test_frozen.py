@@ -157,6 +157,19 @@ def test_the_models_keep_their_signatures(cls: type) -> None:
         f.kw_only is True for f in fields]
 
 
+def test_a_subclass_keeps_its_class_and_its_fields() -> None:
+    wide = fast_init(_wide())
+
+    class Sub(wide):  # type: ignore[misc,valid-type]
+        __slots__ = ("extra",)
+
+    sub = Sub(1, "x", d=2)
+    assert type(sub) is Sub
+    assert (sub.a, sub.b, sub.c, sub.d) == (1, "x", [], 2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sub.a = 3
+
+
 def test_direct_serves_only_what_fast_init_made() -> None:
     with pytest.raises(TypeError, match="fast_init"):
         direct(Plain)
