@@ -82,7 +82,7 @@ def fast_init(cls: type[T]) -> type[T]:
                  *(f"    {x}" for x in slot_stores)]
     else:
         # A subclass's instance (its layout may differ from the twin's) takes the slow way.
-        init = ["def __init__(self, {params}):", "    if type(self) is not _cls:",
+        init = ["def __init__(self, {params}):", "    if self.__class__ is not _cls:",
                 *(f"        {x}" for x in slot_stores), "        return",
                 "    _SET_CLASS(self, _open)", "    try:", *(f"        {x}" for x in open_stores),
                 "    finally:", "        self.__class__ = _cls"]

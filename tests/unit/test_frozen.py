@@ -170,6 +170,20 @@ def test_a_subclass_keeps_its_class_and_its_fields() -> None:
         sub.a = 3
 
 
+@pytest.mark.parametrize("names", [("type", "len"), ("type", "object", "len", "setattr", "id")])
+def test_fields_may_take_the_names_of_builtins(names: tuple[str, ...]) -> None:
+    @fast_init
+    @dataclass(frozen=True, slots=True)
+    class Shadowing:
+        __annotations__ = dict.fromkeys(names, "int")
+
+    values = range(len(names))
+    made = Shadowing(*values)
+    assert type(made) is Shadowing
+    assert [getattr(made, n) for n in names] == list(values)
+    assert direct(Shadowing)(*values) == made
+
+
 def test_direct_serves_only_what_fast_init_made() -> None:
     with pytest.raises(TypeError, match="fast_init"):
         direct(Plain)
