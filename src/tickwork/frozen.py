@@ -47,6 +47,8 @@ def fast_init(cls: type[T]) -> type[T]:
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__slots__" not in cls.__dict__:
         raise TypeError(f"fast_init needs a frozen, slotted dataclass, not {cls.__name__}")
+    if cls in _BUILDERS:
+        raise TypeError(f"fast_init: {cls.__name__} is decorated twice")
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"fast_init: {cls.__name__} has a __post_init__")
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]

@@ -211,3 +211,6 @@ def test_classes_it_cannot_serve_are_refused_when_defined() -> None:
 
     with pytest.raises(TypeError, match="other than its fields"):
         fast_init(Partial)
+
+    with pytest.raises(TypeError, match="twice"):
+        fast_init(Fast)

@@ -231,7 +231,6 @@ WAITING = frozenset({OccurrenceState.SCHEDULED, OccurrenceState.QUEUED,
 
 
 @fast_init
-@fast_init
 @dataclass(frozen=True, slots=True)
 class KeyRow:
     state: OccurrenceState
