@@ -173,7 +173,7 @@ async def test_completions_find_each_run_by_its_key_not_among_all_running(
 
 async def test_the_claim_updates_the_locked_rows_by_their_ctid_not_among_all_waiting(
         postgres_store: PostgresStore, postgres_url: str) -> None:
-    """The claim's UPDATE takes the rows it was handed by their ctid. It is planned for each
+    """The claim's UPDATE takes the rows it locked by their ctid. It is planned for each
     claim (the driver does not prepare it), with the table as it is: a plan made once while
     few runs waited (statistics taken then) walked every waiting row of occurrences_due for
     each row handed over, its guard on the state named as constants, 50 s a claim with
@@ -184,10 +184,11 @@ async def test_the_claim_updates_the_locked_rows_by_their_ctid_not_among_all_wai
         conn.execute("ANALYZE")  # statistics of a table where two runs wait
     await add_occurrences(postgres_store, job, *(NOW + seconds(2 + i / 100) for i in range(5000)))
     text, names = _numbered(Q["occurrence_claim"])
-    keys = [f"'{job.id}'"] * 256
     at = [f"'{(NOW + seconds(2 + i / 100)).isoformat()}'" for i in range(256)]
-    values = {"job_ids": f"ARRAY[{', '.join(keys)}]",
-              "scheduled": f"ARRAY[{', '.join(at)}]::timestamptz[]",
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        tids = [f"'{r[0]}'" for r in conn.execute(
+            "SELECT ctid::text FROM occurrences ORDER BY scheduled_at DESC LIMIT 256")]
+    values = {"tids": f"ARRAY[{', '.join(tids)}]",
               "leases": f"ARRAY[{', '.join(at)}]::timestamptz[]", "worker": "'w1'",
               "now": "'2030-01-01'::timestamptz"}
     with psycopg.connect(postgres_url, autocommit=True) as conn:

@@ -186,8 +186,7 @@ class ClaimMethods:
         # small (a seq scan and a hash join) would read every row of it once it is not.
         cur = await conn.execute(Q["occurrence_claim"], {
             "now": p.now, "worker": p.worker,
-            "job_ids": [c.job_id for c in plan.claim],
-            "scheduled": [c.scheduled_at for c in plan.claim],
+            "tids": [rows_of[id(c)]["tid"] for c in plan.claim],
             "leases": leases}, prepare=False)
         # Every planned row is locked by this transaction, so each is claimed; checked anyway
         # (by the count: the keys are read only if one is missing).

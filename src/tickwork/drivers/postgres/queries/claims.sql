@@ -30,6 +30,7 @@ SELECT o.job_id, o.scheduled_at, o.state, o.attempt, o.trigger, o.priority, o.du
        j.created_at AS job_created_at, j.updated_at AS job_updated_at, j.shard AS job_shard,
        j.namespace AS job_namespace,
        o.overlap, COALESCE(o.overlap, j.overlap) AS claim_overlap, o.queue, o.limited_at,
+       o.ctid::text AS tid,
        EXISTS (SELECT 1 FROM queues ql WHERE ql.name = %(queue)s
                AND (ql.max_running IS NOT NULL OR ql.rate_count IS NOT NULL)) AS queue_limited,
        EXISTS (SELECT 1 FROM limit_keys) AS keys_limited,
@@ -103,32 +104,31 @@ SET finished_at = excluded.finished_at, outcome = excluded.outcome, error = excl
 -- The attempt's row is written when the attempt ends (occurrence_complete and the statements
 -- that rescue or cancel it); until then attempt_list reads it from the occurrence.
 -- Only the keys come back: the caller holds the rows it locked and knows what changed.
--- The rows are found key by key through the primary key (a lateral subquery is never flattened
--- into a join) and updated by their ctid: this transaction holds their row locks, so no other
--- can move them in between. Joined on the key instead, the prepared statement's generic plan,
--- made while the table is new and its statistics say a handful of runs wait, was a hash join
--- over every waiting row (occurrences_due), kept as the table grew: 32,000 index entries read
--- per claim in W4, 5 ms each. The guard on the state is a sub-select for the same reason
--- (named as constants, it matched occurrences_due, and a generic plan made while a few runs
--- waited walked that index for every row handed over: 50 s a claim with 1,000,000 waiting),
--- and the statement is planned for each claim, never from a plan cached while the table was
--- small (postgres/claims.py).
+-- Each row is updated by the ctid its locking read returned (the version it locked): this
+-- transaction holds the row locks, so no other can move them in between, and no index is read
+-- to find them again. A ctid that no longer names the row (never expected) matches nothing,
+-- and the caller leaves that run out of the claim. Each is fetched in a lateral subquery
+-- (never flattened into a join), so the UPDATE takes the rows one by one by their ctid
+-- (a TID scan) whatever the statistics say: joined to the list of ctids, or naming them as
+-- a list, a plan made while the statistics said a handful of runs wait is a seq scan. The
+-- guard on the state is a sub-select: named as constants, it matched occurrences_due, and a
+-- generic plan made while a few runs waited walked that index for every row handed over (50 s
+-- a claim with 1,000,000 waiting); the statement is planned for each claim, never from a plan
+-- cached while the table was small (postgres/claims.py).
 WITH v AS (
-    SELECT * FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[],
-                         %(leases)b::timestamptz[]) AS v(job_id, scheduled_at, lease_until)
+    SELECT * FROM unnest(%(tids)b::text[], %(leases)b::timestamptz[]) AS v(tid, lease_until)
 ), found AS (
     SELECT f.tid, v.lease_until
     FROM v CROSS JOIN LATERAL (
-        SELECT o.ctid AS tid FROM occurrences o
-        WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at
-        OFFSET 0
+        SELECT o.ctid AS tid FROM occurrences o WHERE o.ctid = v.tid::tid OFFSET 0
     ) f
 ), claimed AS (
     UPDATE occurrences o
     SET state = 'running', attempt = o.attempt + 1, lease_until = found.lease_until,
         worker = %(worker)s, updated_at = %(now)s, claimed_at = %(now)s
     FROM found
-    WHERE o.ctid = found.tid AND o.state = ANY ((SELECT ARRAY['scheduled', 'queued', 'retrying'])::text[])
+    WHERE o.ctid = found.tid
+      AND o.state = ANY ((SELECT ARRAY['scheduled', 'queued', 'retrying'])::text[])
     RETURNING o.job_id, o.scheduled_at
 )
 SELECT job_id, scheduled_at FROM claimed

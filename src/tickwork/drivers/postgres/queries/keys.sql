@@ -19,7 +19,7 @@ SELECT o.*, j.spec AS job_spec, j.version AS job_version, j.next_run_at AS job_n
                WHERE nq.max_runs_per_hour IS NOT NULL) AS runs_limited
 FROM unnest(%(job_ids)b::text[], %(scheduled)b::timestamptz[]) AS v(job_id, scheduled_at)
 CROSS JOIN LATERAL (
-    SELECT * FROM occurrences o
+    SELECT o.*, o.ctid::text AS tid FROM occurrences o
     WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at
     FOR UPDATE SKIP LOCKED
 ) o
