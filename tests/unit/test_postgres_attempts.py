@@ -73,6 +73,34 @@ async def test_a_retry_keeps_when_the_attempt_was_due_not_when_the_next_is(
     assert (row["queued_at"], row["outcome"], row["error"]) == (NOW, "failed", "boom")
 
 
+async def test_a_batch_is_applied_by_position_and_only_an_ending_state_finishes_the_run(
+        postgres_store: PostgresStore, postgres_url: str) -> None:
+    """The statement numbers the batch's runs itself (WITH ORDINALITY), sets finished_at
+    only for a terminal state, and takes when a run that does not retry was due from its
+    row: a stale result among them is fenced off, at its own place."""
+    store = postgres_store
+    jobs = [await add_job(store, name, overlap=Overlap.ALLOW_ALL) for name in "abcd"]
+    for i, job in enumerate(jobs):
+        await add_occurrences(store, job, NOW + seconds(i))
+    claims = [await claim_one(store, NOW + seconds(10)) for _ in jobs]
+    end = NOW + seconds(12)
+    applied = await complete(store, end, completion(claims[0], finished_at=end),
+                             completion(claims[1], state=OccurrenceState.RETRYING, error="x",
+                                        finished_at=end, due_at=NOW + seconds(60)),
+                             completion(claims[2], attempt=7),  # stale: another attempt's
+                             completion(claims[3], state=OccurrenceState.DEAD, error="y",
+                                        finished_at=end))
+    assert applied == [True, True, False, True]
+    runs = [await store.occurrence_get(c.occurrence.job_id, c.occurrence.scheduled_at)
+            for c in claims]
+    assert [(r.state, r.finished_at) for r in runs] == [
+        (OccurrenceState.SUCCEEDED, end), (OccurrenceState.RETRYING, None),
+        (OccurrenceState.RUNNING, None), (OccurrenceState.DEAD, end)]
+    rows = [_rows(postgres_url, c) for c in claims]
+    assert [[(r["queued_at"], r["finished_at"]) for r in rs] for rs in rows] == [
+        [(c.occurrence.due_at, end)] if i != 2 else [] for i, c in enumerate(claims)]
+
+
 async def test_a_row_written_by_a_claim_before_the_migration_is_completed_not_doubled(
         postgres_store: PostgresStore, postgres_url: str) -> None:
     store = postgres_store

@@ -151,10 +151,10 @@ async def test_completions_find_each_run_by_its_key_not_among_all_running(
     casts = {"now": "::timestamptz", "extend": "::float8", "worker": "::text"}
     text, names = _numbered(Q[statement], casts)
     arrays = {"job_ids": "text", "scheduled": "timestamptz", "attempts": "integer",
-              "states": "text", "due": "timestamptz", "finished": "timestamptz",
+              "states": "text", "due": "timestamptz", "terminal": "text",
               "last_errors": "text", "outcomes": "text", "started": "timestamptz",
               "ended": "timestamptz", "outputs": "text", "errors": "text",
-              "queued": "timestamptz", "idx": "integer"}
+              "queued": "timestamptz"}
     values = {name: f"ARRAY[]::{kind}[]" for name, kind in arrays.items()}
     values.update(now="'2030-01-01'", extend="30", worker="'w1'")
     with psycopg.connect(postgres_url, autocommit=True) as conn:

@@ -128,9 +128,9 @@ class OccurrenceMethods:
             retried: list[str] = []
             for round_ in rounds:
                 rows = await fetch_tuples(conn, query, _completion_args(
-                    [(i, p.completions[i]) for i in round_], p.now))
-                for idx, state, queue in rows:  # the statement's SELECT idx, state, queue
-                    applied[idx] = True
+                    [p.completions[i] for i in round_], p.now))
+                for position, state, queue in rows:  # SELECT idx, state, queue: 1 is the first
+                    applied[round_[position - 1]] = True
                     if state == RETRYING:
                         retried.append(queue)
             fires = [c.chain for c, ok in zip(p.completions, applied, strict=True)
@@ -312,17 +312,17 @@ def _rounds(completions: Sequence[b.Completion]) -> list[list[int]]:
     return rounds
 
 
-def _completion_args(items: list[tuple[int, b.Completion]], now: datetime) -> dict[str, Any]:
-    cs = [c for _, c in items]
+def _completion_args(cs: list[b.Completion], now: datetime) -> dict[str, Any]:
+    """occurrence_complete's arrays, one element per completion (what the statement derives
+    is not sent: see its comment)."""
     return {
         "now": now,
-        "idx": [i for i, _ in items],
+        "terminal": _TERMINAL,
         "job_ids": [c.job_id for c in cs],
         "scheduled": [c.scheduled_at for c in cs],
         "attempts": [c.attempt for c in cs],
         "states": [_VALUES[c.state] for c in cs],
         "due": _null_if_empty([c.due_at for c in cs]),
-        "finished": [c.finished_at if c.state in TERMINAL_STATES else None for c in cs],
         "last_errors": _null_if_empty([c.error if c.state is not OccurrenceState.SUCCEEDED
                                        else None for c in cs]),
         "outcomes": [_VALUES[c.outcome] for c in cs],
@@ -330,7 +330,7 @@ def _completion_args(items: list[tuple[int, b.Completion]], now: datetime) -> di
         "ended": [c.finished_at for c in cs],
         "outputs": _null_if_empty([c.output for c in cs]),
         "errors": _null_if_empty([c.error for c in cs]),
-        "queued": [c.queued_at for c in cs],
+        "queued": _null_if_empty([None if c.due_at is None else c.queued_at for c in cs]),
     }
 
 
@@ -346,6 +346,7 @@ RUNNING = OccurrenceState.RUNNING.value
 _VALUES: dict[OccurrenceState | AttemptOutcome, str] = {
     m: m.value for m in (*OccurrenceState, *AttemptOutcome)}
 RETRYING = OccurrenceState.RETRYING.value
+_TERMINAL = sorted(s.value for s in TERMINAL_STATES)  # a completion to these sets finished_at
 
 
 def _list_filters(p: b.OccurrenceListParams) -> tuple[list[sql.Composable], list[Any]]:

@@ -34,19 +34,24 @@ ORDER BY v.i
 -- migration 017 makes it fail, and the driver then runs it again with ON CONFLICT, which
 -- completes that row (postgres/occurrences.py). ON CONFLICT on every completion cost a tenth
 -- of the statement (an arbiter probe and a confirmation record per row).
+-- Each array costs the driver a Python step per element, so what the statement can derive is
+-- not sent: the run's position in the batch (idx, from ORDINALITY), the occurrence's
+-- finished_at (the attempt's end, when the next state is one of the terminal states named
+-- once in %(terminal)s), and queued_at for a run that does not retry (its row's due_at is
+-- still the one claimed; the driver sends it only with a retry, which moves the row's).
 WITH v AS (
     SELECT * FROM unnest(
         %(job_ids)b::text[], %(scheduled)b::timestamptz[], %(attempts)b::integer[],
-        %(states)b::text[], %(due)b::timestamptz[], %(finished)b::timestamptz[],
-        %(last_errors)b::text[], %(outcomes)b::text[], %(started)b::timestamptz[],
-        %(ended)b::timestamptz[], %(outputs)b::text[], %(errors)b::text[],
-        %(queued)b::timestamptz[], %(idx)b::integer[])
-    AS v(job_id, scheduled_at, attempt, state, due_at, finished_at, last_error, outcome,
-         started_at, ended_at, output, error, queued_at, idx)
+        %(states)b::text[], %(due)b::timestamptz[], %(last_errors)b::text[],
+        %(outcomes)b::text[], %(started)b::timestamptz[], %(ended)b::timestamptz[],
+        %(outputs)b::text[], %(errors)b::text[], %(queued)b::timestamptz[]) WITH ORDINALITY
+    AS v(job_id, scheduled_at, attempt, state, due_at, last_error, outcome, started_at,
+         ended_at, output, error, queued_at, idx)
 ), done AS (
     UPDATE occurrences o
     SET state = v.state, due_at = COALESCE(v.due_at, o.due_at), lease_until = NULL,
-        updated_at = %(now)s, finished_at = v.finished_at, last_error = v.last_error
+        updated_at = %(now)s, last_error = v.last_error,
+        finished_at = CASE WHEN v.state = ANY (%(terminal)s::text[]) THEN v.ended_at END
     FROM v
     WHERE o.job_id = v.job_id AND o.scheduled_at = v.scheduled_at AND o.attempt = v.attempt
       AND o.state = (SELECT 'running'::text)
