@@ -33,8 +33,9 @@ def write_project(root: Path) -> None:
     (root / "myapp" / "broken.py").write_text("RATIO = 1 / 0\n")
 
 
-def tickwork(tmp_path: Path, *args: str, blocked: str | None = None) -> tuple[int, str, str]:
-    env = env_for(tmp_path)
+def tickwork(tmp_path: Path, *args: str, blocked: str | None = None,
+             **extra: str) -> tuple[int, str, str]:
+    env = env_for(tmp_path, **extra)
     env.pop("PYTHONPATH", None)
     block = f"sys.modules[{blocked!r}] = None; " if blocked else ""
     done = subprocess.run([sys.executable, "-P", "-c", f"import sys; {block}{MAIN}", *args],
@@ -102,6 +103,14 @@ def test_a_missing_extra_is_one_line_naming_it(tmp_path: Path, blocked: str,
     assert (code, out, err) == (2, "", expected)
 
 
+def test_an_unknown_event_loop_is_one_line_before_anything_starts(tmp_path: Path) -> None:
+    code, out, err = tickwork(tmp_path, "run", "--no-api", TICKWORK_EVENT_LOOP="trio")
+    assert (code, out) == (2, "")
+    assert err == ("tickwork: error: TICKWORK_EVENT_LOOP: 'trio' is not an event loop "
+                   "tickwork runs on: use uvloop or asyncio\n")
+    assert not (tmp_path / "tickwork.db").exists()
+
+
 @pytest.mark.slow
 async def test_a_worker_runs_a_job_module_from_the_working_directory(
         tmp_path: Path, postgres_url: str) -> None:
@@ -133,6 +142,9 @@ async def test_a_worker_runs_a_job_module_from_the_working_directory(
         worker.terminate()
         await worker.wait()
     assert any(re.search(r"ping @ \S+ attempt 1: succeeded", line) for line in seen), seen
+    # A service process runs on uvloop (tickwork.runtime.eventloop), and says so.
+    assert any(re.search(r"worker is running: .*, event loop uvloop$", line.rstrip())
+               for line in seen), seen
 
 
 def test_importing_tickwork_leaves_the_http_and_smtp_clients_unloaded() -> None:

@@ -49,6 +49,7 @@ from tickwork.errors import (
     ValidationError,
 )
 from tickwork.logs import LOG_FORMATS, TEXT, configure
+from tickwork.runtime import eventloop
 
 EXIT_INPUT = 2
 EXIT_FAILURE = 1
@@ -147,7 +148,7 @@ def _run(args: list[str]) -> int:
             work.close()  # never started: a bad log setting stops the command first
         raise
     if asyncio.iscoroutine(work):
-        work = asyncio.run(work)
+        work = eventloop.run(work)
     return int(work or 0)
 
 

@@ -70,6 +70,7 @@ NOT_SETTINGS = frozenset({
     CONFIG_ENV, "TICKWORK_SECRET_KEY", "TICKWORK_IDEMPOTENCY_KEY", "TICKWORK_ATTEMPT",
     "TICKWORK_SCHEDULED_AT", "TICKWORK_DEADLINE", "TICKWORK_JOB_ID", "TICKWORK_JOB_NAME",
     "TICKWORK_FAILPOINTS",  # read by tickwork.worker.failpoints, for fault tests
+    "TICKWORK_EVENT_LOOP",  # read by tickwork.runtime.eventloop before any setting
 })
 NOT_SETTINGS_PREFIXES = ("TICKWORK_TEST_",)
 

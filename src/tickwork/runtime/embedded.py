@@ -33,6 +33,7 @@ from tickwork.runtime import assemble
 from tickwork.runtime.base import Process, Stoppable
 from tickwork.runtime.client import read_client_for
 from tickwork.runtime.consume import start_sources
+from tickwork.runtime.eventloop import loop_name
 from tickwork.runtime.lock import FileLock
 from tickwork.scheduler.alert_delivery import AlertDeliverer
 from tickwork.scheduler.alerts import AlertEvaluator
@@ -116,9 +117,9 @@ class EmbeddedService(Process):
             loop.start()
         self.pool.start()
         self.streams = await start_sources(self, self.client)
-        log.info("tickwork is running: database %s, queues %s, worker %s%s", safe_url(s.database),
-                 ", ".join(f"{q}:{c}" for q, c in s.queues), self.pool.worker_id,
-                 ", dispatch redis" if self.redis else "")
+        log.info("tickwork is running: database %s, queues %s, worker %s%s, event loop %s",
+                 safe_url(s.database), ", ".join(f"{q}:{c}" for q, c in s.queues),
+                 self.pool.worker_id, ", dispatch redis" if self.redis else "", loop_name())
         if s.api_enabled:
             await self._start_api()
 

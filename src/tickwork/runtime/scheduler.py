@@ -20,6 +20,7 @@ from tickwork.errors import DispatchError
 from tickwork.metrics import DEGRADED, REDIS, SCHEDULER, Family, mode_family
 from tickwork.runtime import assemble
 from tickwork.runtime.base import Process, Stoppable
+from tickwork.runtime.eventloop import loop_name
 from tickwork.runtime.shared import open_shared_driver
 from tickwork.scheduler.loop import Loop
 from tickwork.scheduler.shards import ShardLeaser
@@ -83,9 +84,10 @@ class SchedulerProcess(Process):
             loop.start()
         self.listener.start()
         await self.serve_metrics()
-        log.info("tickwork scheduler is running: database %s, scheduler %s, %d of %d shards%s",
-                 safe_url(self.settings.database), self.id, len(self.leaser.held),
-                 await self.postgres.shard_count(), ", dispatch redis" if self.redis else "")
+        log.info("tickwork scheduler is running: database %s, scheduler %s, %d of %d shards%s, "
+                 "event loop %s", safe_url(self.settings.database), self.id,
+                 len(self.leaser.held), await self.postgres.shard_count(),
+                 ", dispatch redis" if self.redis else "", loop_name())
 
     def _plan_now(self) -> None:
         """The leaser took shards: plan their jobs now, not at the planner's next pass."""

@@ -16,6 +16,7 @@ from tickwork.drivers.postgres.notify import NotifyListener
 from tickwork.metrics import REDIS, WORKER, DispatchMode, Family
 from tickwork.runtime import assemble
 from tickwork.runtime.base import Process, Stoppable
+from tickwork.runtime.eventloop import loop_name
 from tickwork.runtime.shared import open_shared_driver
 
 if TYPE_CHECKING:
@@ -55,9 +56,10 @@ class WorkerProcess(Process):
         self.listener.start()
         self.pool.start()
         await self.serve_metrics()
-        log.info("tickwork worker is running: database %s, queues %s, worker %s%s",
-                 safe_url(s.database), ", ".join(f"{q}:{c}" for q, c in s.queues),
-                 self.pool.worker_id, ", dispatch redis" if self.source else "")
+        log.info("tickwork worker is running: database %s, queues %s, worker %s%s, "
+                 "event loop %s", safe_url(s.database),
+                 ", ".join(f"{q}:{c}" for q, c in s.queues), self.pool.worker_id,
+                 ", dispatch redis" if self.source else "", loop_name())
 
     def loops(self) -> tuple[Stoppable, ...]:
         return () if self.listener is None else (self.listener,)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Coroutine
 from typing import Any
@@ -12,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tickwork.config import Settings
 from tickwork.contrib.django import autodiscover_jobs, tickwork_settings
 from tickwork.errors import TickworkError
+from tickwork.runtime import eventloop
 
 
 class TickworkCommand(BaseCommand):  # type: ignore[misc]  # Django ships no type information
@@ -40,7 +40,7 @@ class TickworkCommand(BaseCommand):  # type: ignore[misc]  # Django ships no typ
             logging.basicConfig(level=logging.INFO, datefmt="%H:%M:%S",
                                 format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
         try:
-            asyncio.run(main)
+            eventloop.run(main)
         except KeyboardInterrupt:
             pass
         except TickworkError as exc:
