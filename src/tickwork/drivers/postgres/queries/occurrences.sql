@@ -36,9 +36,9 @@ ORDER BY v.i
 -- of the statement (an arbiter probe and a confirmation record per row).
 -- Each array costs the driver a Python step per element, so what the statement can derive is
 -- not sent: the run's position in the batch (idx, from ORDINALITY), the occurrence's
--- finished_at (the attempt's end, when the next state is one of the terminal states named
--- once in %(terminal)s), and queued_at for a run that does not retry (its row's due_at is
--- still the one claimed; the driver sends it only with a retry, which moves the row's).
+-- finished_at (the attempt's end, when the next state is one of the terminal states, sent
+-- once as a list), and queued_at for a run that does not retry (its row's due_at is still
+-- the one claimed; the driver sends it only with a retry, which moves the row's).
 WITH v AS (
     SELECT * FROM unnest(
         %(job_ids)b::text[], %(scheduled)b::timestamptz[], %(attempts)b::integer[],
