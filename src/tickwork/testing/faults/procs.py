@@ -126,7 +126,11 @@ class Proc:
 
     async def wait_exit(self, within: float = 30.0) -> int:
         assert self.proc is not None
-        code = await asyncio.wait_for(self.proc.wait(), within)
+        try:
+            code = await asyncio.wait_for(self.proc.wait(), within)
+        except TimeoutError:
+            raise AssertionError(f"{self.name} (pid {self.proc.pid}) still running {within}s "
+                                 f"later; log:\n{self.tail()}") from None
         if self._reader is not None:
             await asyncio.wait_for(self._reader, within)
         return code
