@@ -8,8 +8,7 @@ from datetime import datetime
 
 from tickwork.clock import Clock, wait_event
 from tickwork.errors import reported_outage
-
-STOP_RECHECK_SECONDS = 0.1
+from tickwork.tasks import cancel_and_wait
 
 
 class Loop:
@@ -40,13 +39,7 @@ class Loop:
 
     async def stop(self) -> None:
         if self._task is not None:
-            # Cancel until it has ended: on Python 3.11, asyncio.wait_for (redis-py wraps each
-            # send in one) drops a cancellation that arrives just as its inner call completes,
-            # and the loop would go on forever.
-            while not self._task.done():
-                self._task.cancel()
-                await asyncio.wait([self._task], timeout=STOP_RECHECK_SECONDS)
-            await asyncio.gather(self._task, return_exceptions=True)
+            await cancel_and_wait(self._task)  # cancelled until it has ended (tickwork.tasks)
             self._task = None
 
     async def step(self, now: datetime) -> float:

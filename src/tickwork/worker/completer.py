@@ -16,6 +16,7 @@ from typing import TypeAlias
 from tickwork.clock import Clock
 from tickwork.drivers.base import Completion, NewOccurrence, OccurrenceCompleteParams, Store
 from tickwork.errors import reported_outage
+from tickwork.tasks import cancel_and_wait
 from tickwork.worker.failpoints import failpoint
 
 log = logging.getLogger("tickwork.completer")
@@ -72,8 +73,7 @@ class Completer:
         if self._task is None:
             return
         await self._idle.wait()
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
+        await cancel_and_wait(self._task)
         self._task = None
 
     async def _loop(self) -> None:

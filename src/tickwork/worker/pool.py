@@ -36,6 +36,7 @@ from tickwork.executors.base import ExecutionContext, Executor, ThreadRunsOn
 from tickwork.frozen import direct
 from tickwork.models import Claim
 from tickwork.outcomes import Fail, Result, TimedOut
+from tickwork.tasks import cancel_and_wait
 from tickwork.worker.completer import Completer
 from tickwork.worker.deadlines import Deadlines
 from tickwork.worker.failpoints import failpoint
@@ -173,10 +174,7 @@ class WorkerPool:
         if self._stopping and not self._tasks:
             return  # stopped already
         self._stopping = True
-        fetchers = self._tasks[:-1]
-        for t in fetchers:
-            t.cancel()
-        await asyncio.gather(*fetchers, return_exceptions=True)
+        await cancel_and_wait(*self._tasks[:-1])  # the fetchers (through Redis, maybe)
 
         pending = [r.task for q in self.queues.values() for r in q.running.values() if r.task]
         if pending:
@@ -201,8 +199,7 @@ class WorkerPool:
             self.released = released
             await self.source.released([r.claim for r in leftover])
             log.info("released %d unfinished attempts without charging them", released)
-        self._tasks[-1].cancel()
-        await asyncio.gather(self._tasks[-1], return_exceptions=True)
+        await cancel_and_wait(self._tasks[-1])
         await self.completer.stop()
         await asyncio.gather(*self._settling, return_exceptions=True)
         await self.source.stop()

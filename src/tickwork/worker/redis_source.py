@@ -55,6 +55,7 @@ from tickwork.drivers.dispatch import (
 from tickwork.drivers.feeder import DueFeeder
 from tickwork.errors import DispatchError, DispatchUnavailable
 from tickwork.models import Claim, OccurrenceState
+from tickwork.tasks import cancel_and_wait
 from tickwork.worker.failpoints import failpoint
 from tickwork.worker.priorities import PriorityGate
 from tickwork.worker.sources import SqlClaimSource
@@ -137,9 +138,7 @@ class RedisClaimSource:
                        asyncio.create_task(self._reclaim_loop(), name="redis-reclaim")]
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(*self._tasks)  # each calls Redis: a cancel may be lost
         self._tasks.clear()
         await self._flush_acks()
 

@@ -19,6 +19,7 @@ from psycopg import sql
 from tickwork.clock import Clock, SystemClock
 from tickwork.drivers import safe_url
 from tickwork.drivers.postgres.connection import CONNECT_OPTIONS, libpq_url
+from tickwork.tasks import cancel_and_wait
 
 CHANNEL = "tickwork_wake"
 SHARDS_CHANNEL = "tickwork_shards"  # a scheduler gave its shard leases back: take them now
@@ -46,8 +47,7 @@ class NotifyListener:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            await cancel_and_wait(self._task)
             self._task = None
 
     async def _run(self) -> None:
