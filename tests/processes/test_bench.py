@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis.asyncio
 
 from tickwork.bench import deploy, instructions
 from tickwork.testing import postgres as pg
@@ -261,6 +262,31 @@ def test_the_instruction_count_harness_counts_a_whole_drain() -> None:
     total, per = (int(n.replace(",", "")) for n in found.groups())
     assert per == round(total / jobs)
     assert per > 10_000  # claiming, running and recording a job is never free
+
+
+async def test_the_instruction_count_harness_reads_through_redis(
+        private_redis: PrivateRedis) -> None:
+    """``--redis``: the worker reads every run from the stream the harness promoted it into,
+    and the harness leaves no key of the worker's behind."""
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        pytest.skip("valgrind is not installed")
+    pg.require_server()
+    jobs = 64
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "tickwork.bench.instructions", "--database", pg.admin_url(),
+         "--redis", private_redis.url, "--jobs", str(jobs), "--timeout", "90"],
+        capture_output=True, text=True, timeout=115, check=False)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert re.search(rf"instructions for {jobs} executions: [\d,]+ per execution",
+                     done.stdout), done.stdout
+    log = Path(done.stdout.rsplit("output: ", 1)[1].rstrip(")\n")) / "worker.log"
+    assert "dispatch redis" in log.read_text()
+    client = redis.asyncio.Redis.from_url(private_redis.url)
+    try:
+        assert await client.keys("*") == []
+    finally:
+        await client.aclose()
 
 
 def test_the_instruction_count_is_read_from_callgrinds_last_report() -> None:

@@ -1,5 +1,5 @@
 """Instructions one worker spends per execution, counted by callgrind: ``python -m
-tickwork.bench.instructions --database postgresql://.../DB [--jobs 2560]``.
+tickwork.bench.instructions --database postgresql://.../DB [--redis redis://...] [--jobs 2560]``.
 
 A count, not a time: the same tree gives the same figure (within 0.2 %) whatever else the
 machine is doing, so a change to the worker's hot path can be judged on a noisy machine, where
@@ -12,6 +12,12 @@ the end), creates ``--jobs`` jobs, starts ``tickwork worker`` under ``valgrind -
 with counting off, and once the worker says it runs, turns counting on, plans one due
 occurrence of each job, waits until every one has succeeded, turns counting off and stops the
 worker. Needs valgrind (``callgrind_control``) on the PATH; about 20 s for 2,560 jobs.
+
+With ``--redis`` the worker reads its runs from Redis, as in the PostgreSQL + Redis deployment:
+each planned occurrence is also added to the due set and promoted into its queue's stream
+(here, not by a scheduler, so only the worker's own instructions are counted). The worker's
+keys (the ``tickwork`` prefix) in that Redis database are deleted at the start and the end:
+name a database nothing else uses, e.g. ``redis://127.0.0.1:6379/15``.
 """
 
 from __future__ import annotations
@@ -28,7 +34,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tickwork.bench.jobs import payload
-from tickwork.drivers.base import JobCreateManyParams, JobCreateParams, OccurrenceInsertParams
+from tickwork.drivers.base import (
+    JobCreateManyParams,
+    JobCreateParams,
+    NewOccurrence,
+    OccurrenceInsertParams,
+)
+from tickwork.drivers.dispatch import DueAddParams, DuePromoteParams, due_item
 from tickwork.models import Job, JobSpec, Overlap, RetryPolicy, ScheduleSpec
 from tickwork.testing.factories import new_occurrence
 
@@ -72,8 +84,10 @@ async def _create(server: str, jobs: int, record: str) -> tuple[str, list[Job]]:
     return url, made
 
 
-async def _plan_and_wait(url: str, jobs: list[Job], seconds: float) -> bool:
-    """Plan a due occurrence of each job; True once all succeeded, False after ``seconds``."""
+async def _plan_and_wait(url: str, jobs: list[Job], seconds: float,
+                         redis: str | None = None) -> bool:
+    """Plan a due occurrence of each job (and deliver it through Redis, given ``redis``);
+    True once all succeeded, False after ``seconds``."""
     import psycopg  # noqa: PLC0415
 
     from tickwork.drivers.postgres.store import PostgresStore  # noqa: PLC0415
@@ -82,9 +96,11 @@ async def _plan_and_wait(url: str, jobs: list[Job], seconds: float) -> bool:
     try:
         now = datetime.now(UTC)
         for start in range(0, len(jobs), BATCH):
-            await store.occurrence_insert(OccurrenceInsertParams(occurrences=[
-                new_occurrence(j, now - timedelta(seconds=1))
-                for j in jobs[start:start + BATCH]], now=now))
+            planned = [new_occurrence(j, now - timedelta(seconds=1))
+                       for j in jobs[start:start + BATCH]]
+            await store.occurrence_insert(OccurrenceInsertParams(occurrences=planned, now=now))
+            if redis is not None:
+                await _deliver(redis, planned)
     finally:
         await store.close()
     deadline = time.monotonic() + seconds
@@ -97,6 +113,35 @@ async def _plan_and_wait(url: str, jobs: list[Job], seconds: float) -> bool:
                 return True
             await asyncio.sleep(0.2)
     return False
+
+
+async def _deliver(redis: str, occurrences: list[NewOccurrence]) -> None:
+    """Into the due set, then promoted into the queues' streams, as a scheduler would."""
+    from tickwork.drivers.redis.dispatch import RedisDispatch  # noqa: PLC0415  (the redis extra)
+
+    dispatch = RedisDispatch.from_url(redis)
+    try:
+        await dispatch.due_add(DueAddParams([due_item(o) for o in occurrences]))
+        for queue in {o.queue for o in occurrences}:
+            while (await dispatch.due_promote(DuePromoteParams(queue))).moved:
+                pass
+    finally:
+        await dispatch.close()
+
+
+async def _forget(redis: str) -> None:
+    """Delete the worker's keys (the default prefix) in the database ``redis`` names."""
+    from tickwork.drivers.redis.connect import open_client  # noqa: PLC0415  (the redis extra)
+    from tickwork.drivers.redis.keys import Keyspace  # noqa: PLC0415
+
+    client = open_client(redis)
+    try:
+        keys = [k for pattern in Keyspace().patterns()
+                async for k in client.scan_iter(match=pattern, count=1000)]
+        for start in range(0, len(keys), 1000):
+            await client.unlink(*keys[start:start + 1000])
+    finally:
+        await client.aclose()
 
 
 def _drop(server: str) -> None:
@@ -119,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--database", required=True,
                         help="postgresql://... of a server (its database is not touched)")
+    parser.add_argument("--redis", default=None,
+                        help="redis://.../DB: the worker reads from Redis; its keys in that "
+                             "database are deleted at the start and the end")
     parser.add_argument("--jobs", type=int, default=2560)
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds the drain may take under valgrind")
@@ -126,26 +174,38 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         parser.error("--jobs must be 1 or more")
     work = Path(tempfile.mkdtemp(prefix="tickwork-instructions-"))
+    if args.redis is not None:
+        asyncio.run(_forget(args.redis))
     url, jobs = asyncio.run(_create(args.database, args.jobs, str(work)))
     log = work / "worker.log"
     env = {**os.environ, "TICKWORK_PYTHON_ALLOWED_MODULES": "tickwork.bench"}
+    command = ["tickwork.cli.main", "worker", "--database", url]
+    if args.redis is not None:
+        command += ["--redis", args.redis]
     with log.open("wb") as out:
         proc = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--instr-atstart=no",  # noqa: S607  (the PATH's)
-             f"--callgrind-out-file={work / 'callgrind.out'}", sys.executable, "-m",
-             "tickwork.cli.main", "worker", "--database", url],
+             f"--callgrind-out-file={work / 'callgrind.out'}", sys.executable, "-m", *command],
             stdout=out, stderr=out, env=env)
     try:
         _wait_for_line(log, "tickwork worker is running", proc, 300)
         subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)],  # noqa: S607
                        check=True, capture_output=True)
-        drained = asyncio.run(_plan_and_wait(url, jobs, args.timeout))
+        drained = asyncio.run(_plan_and_wait(url, jobs, args.timeout, args.redis))
         subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)],  # noqa: S607
                        check=True, capture_output=True)
     finally:
         proc.terminate()
-        proc.wait(120)
+        try:
+            proc.wait(120)
+        except subprocess.TimeoutExpired:  # said, and the database still dropped
+            proc.kill()
+            proc.wait()
+            print(f"the worker outlived SIGTERM by 120 s and was killed; its log: {log}",
+                  file=sys.stderr)
         _drop(args.database)
+        if args.redis is not None:
+            asyncio.run(_forget(args.redis))
     if not drained:
         print(f"not every job ran within {args.timeout:g}s; the worker's log: {log}",
               file=sys.stderr)
