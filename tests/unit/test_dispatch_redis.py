@@ -101,6 +101,23 @@ async def test_a_malformed_member_goes_to_the_lowest_band(redis_dispatch: RedisD
     assert sorted((e.key, e.band) for e in got) == [("far", 3), ("no-band", 3)]
 
 
+async def test_entries_of_any_field_layout_are_read(redis_dispatch: RedisDispatch) -> None:
+    """The feed's layout (k, then d) is read in place; an entry written otherwise (fields in
+    another order, one more field, a due time that is not a number) is read field by field."""
+    d = redis_dispatch
+    await read(d)  # makes the groups
+    stream = d.keys.stream("default", 1)
+    await d.client.xadd(stream, {"k": "fed", "d": "1700000000123"})
+    await d.client.xadd(stream, {"d": "1700000000456", "k": "swapped"})
+    await d.client.xadd(stream, {"k": "more", "d": "7", "x": "y"})
+    await d.client.xadd(stream, {"k": "odd", "d": "soon"})
+    got = await read(d)
+    assert [(e.key, e.due_ms, e.band, e.delivery_count) for e in got] == [
+        ("fed", 1700000000123, 1, 1), ("swapped", 1700000000456, 1, 1), ("more", 7, 1, 1),
+        ("odd", 0, 1, 1)]
+    assert all(e.id and e.id[0].isdigit() for e in got)
+
+
 async def test_reads_rotate_so_low_bands_are_not_starved(redis_prefix: str) -> None:
     async with rt.prefixed_dispatch(prefix=redis_prefix, fair_every=3) as d:
         now = await now_ms(d)

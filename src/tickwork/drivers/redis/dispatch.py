@@ -193,8 +193,17 @@ class RedisDispatch:
         order = self._read_order(queue)
         streams = [self.keys.stream(queue, band) for band in order]
         reply = await self._scripts.read(keys=streams, args=[GROUP, consumer, count])
-        entries = [self._entry(order[_int(row[0]) - 1], row[1], row[2:]) for row in reply[1:]]
-        return entries, _int(reply[0])
+        return [self._read_entry(order, row) for row in reply[1:]], _int(reply[0])
+
+    def _read_entry(self, order: list[int], row: Sequence[Any]) -> Entry:
+        """One row of read.lua: {stream index, id, field, value, ...}. The fields the feed
+        writes, ``k`` then ``d``, are read in place; any other layout field by field."""
+        if len(row) == 6 and row[2] == "k" and row[4] == "d":
+            try:
+                return _new_entry(row[1], order[row[0] - 1], row[3], int(row[5]), 1)
+            except (TypeError, ValueError):
+                pass  # not the numbers they should be: read as any other layout
+        return self._entry(order[_int(row[0]) - 1], row[1], row[2:])
 
     async def entry_read(self, p: EntryReadParams) -> EntryRead:
         """Highest band first, in one non-blocking Lua call. Only when every band is empty does
