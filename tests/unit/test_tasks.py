@@ -39,7 +39,8 @@ async def test_a_single_cancel_was_not_enough_for_that_task() -> None:
     task.cancel()
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(asyncio.shield(task), 0.3)
-    assert not task.done() and seen == ["cancelled"]
+    assert not task.done()
+    assert seen == ["cancelled"]
     await cancel_and_wait(task)
     assert task.cancelled()
 
