@@ -89,6 +89,31 @@ async def test_rediss_forms_use_tls_to_the_data_nodes() -> None:
             await client.aclose()
 
 
+@pytest.mark.parametrize("url, kind", [
+    ("redis://127.0.0.1:1/0", "Connection"), ("rediss://127.0.0.1:1/0", "SSLConnection"),
+    ("unix:///tmp/none.sock", "UnixDomainSocketConnection"),
+    ("redis+sentinel://127.0.0.1:1/m/0", "SentinelManagedConnection")])
+async def test_commands_are_packed_by_hiredis_on_the_urls_own_connection(
+        url: str, kind: str) -> None:
+    """The connection class the URL chose is kept, and what it sends is byte for byte what
+    redis-py's own packing sends."""
+    client = open_client(url)
+    try:
+        cls = client.connection_pool.connection_class
+        assert cls.__name__ == f"Hiredis{kind}"
+        base = next(c for c in cls.__mro__[1:] if c.__name__ == kind)
+        command = ("ZADD", "{tickwork:default}:due", "NX", 1764270000123, "0|ab:1", 1.5, "é")
+        ours = client.connection_pool.make_connection()
+        theirs = base.__new__(base)
+        theirs.encoder = ours.encoder
+        theirs._buffer_cutoff = ours._buffer_cutoff
+        assert b"".join(ours.pack_command(*command)) == b"".join(
+            base.pack_command(theirs, *command))
+        assert b"".join(ours.pack_command("CONFIG GET", "x")).startswith(b"*3\r\n$6\r\nCONFIG")
+    finally:
+        await client.aclose()
+
+
 def _raise_inside(filename: str, error: str) -> None:
     exec(compile(f"raise {error}", filename, "exec"))  # a frame of that file
 
