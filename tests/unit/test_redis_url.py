@@ -89,7 +89,7 @@ async def test_rediss_forms_use_tls_to_the_data_nodes() -> None:
             await client.aclose()
 
 
-@pytest.mark.parametrize("url, kind", [
+@pytest.mark.parametrize(("url", "kind"), [
     ("redis://127.0.0.1:1/0", "Connection"), ("rediss://127.0.0.1:1/0", "SSLConnection"),
     ("unix:///tmp/none.sock", "UnixDomainSocketConnection"),
     ("redis+sentinel://127.0.0.1:1/m/0", "SentinelManagedConnection")])
