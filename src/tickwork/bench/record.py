@@ -53,8 +53,9 @@ class RecordReader:
                 self._partial[name] = data[cut:]
             self.pids.add(pid)
             for line in data[:cut].decode().splitlines():
-                key, attempt, scheduled, started = line.split("\t")
-                out.append(Execution(key, int(attempt), float(scheduled), float(started), pid))
+                key, attempt, scheduled, started = line.split("\t")  # instants in us
+                out.append(Execution(key, int(attempt), int(scheduled) / 1e6,
+                                     int(started) / 1e6, pid))
         return out
 
 
