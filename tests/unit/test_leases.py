@@ -14,7 +14,7 @@ from tickwork.drivers.base import Completion
 from tickwork.models import AttemptOutcome, Claim, OccurrenceState, rfc3339
 from tickwork.scheduler.rescuer import Rescuer
 from tickwork.testing.harness import START, Harness, make_harness
-from tickwork.testing.jobs import EVENTS
+from tickwork.testing.jobs import CANCELS, EVENTS
 
 
 def hanging_job(name: str, **extra: object) -> dict[str, object]:
@@ -181,3 +181,28 @@ async def test_a_rescue_is_a_warning_when_retried_and_an_error_when_crashed(
     assert levels == {"retrying": "WARNING", "crashed": "ERROR"}
     EVENTS["again"].set()
     EVENTS["once"].set()
+
+
+async def test_a_stop_goes_on_without_a_job_that_ignores_its_cancellation(
+        harness: Harness) -> None:
+    """After the grace period the stop cancels what still runs, again and again; a job that
+    catches every cancellation is left behind after ``abandon_seconds``, its lease released
+    without charging its attempt, rather than keeping the worker from ever exiting."""
+    name = "stubborn"
+    EVENTS[f"{name}:started"] = threading.Event()
+    EVENTS[name] = threading.Event()
+    job = await harness.client.create_job({
+        "name": name, "schedule": {"at": rfc3339(START)}, "kind": "python",
+        "payload": {"callable": "tickwork.testing.jobs:ignore_cancellation", "args": [name]},
+        "timeout_seconds": 600})
+    await harness.tick()
+    await started(name)
+    harness.pool.abandon_seconds = 0.5
+    try:
+        await asyncio.wait_for(harness.pool.stop(grace_seconds=0), 5)  # the job: 10 s
+        assert CANCELS[name] >= 2  # cancelled, then cancelled again
+        occ = await harness.store.occurrence_get(job.id, START)
+        assert (occ.state, occ.attempt, occ.lease_until) == (OccurrenceState.SCHEDULED, 0, None)
+    finally:
+        EVENTS[name].set()
+        await asyncio.sleep(0.05)  # the job sees it and ends

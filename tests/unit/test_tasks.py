@@ -56,3 +56,29 @@ async def test_none_is_skipped_and_exceptions_are_not_raised() -> None:
     await cancel_and_wait(None, failed, done)
     assert isinstance(failed.exception(), ValueError)
     await cancel_and_wait()
+
+
+async def test_within_gives_up_on_a_task_that_never_ends_and_returns_it() -> None:
+    cancels: list[int] = []
+    done = asyncio.Event()
+
+    async def stubborn_loop() -> None:  # catches every cancellation until told to end
+        while not done.is_set():
+            try:
+                await asyncio.sleep(0.01)
+            except asyncio.CancelledError:
+                cancels.append(1)
+
+    stubborn = asyncio.create_task(stubborn_loop())
+    ends = asyncio.create_task(asyncio.Event().wait())
+    await asyncio.sleep(0)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    left = await cancel_and_wait(stubborn, ends, within=0.35)
+    assert left == [stubborn]
+    assert 0.35 <= loop.time() - began < 2
+    assert ends.cancelled()
+    assert len(cancels) >= 3  # cancelled again while it was waited for
+    assert await cancel_and_wait(ends, within=0.35) == []
+    done.set()
+    await asyncio.wait_for(stubborn, 2)

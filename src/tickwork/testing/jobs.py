@@ -120,6 +120,23 @@ async def wait_forever(name: str) -> None:
         EVENTS[name].set()
 
 
+CANCELS: dict[str, int] = {}
+
+
+async def ignore_cancellation(name: str) -> None:
+    """Set ``EVENTS[name + ":started"]``, then catch every cancellation (counted in
+    ``CANCELS[name]``) and go on, until ``EVENTS[name]`` is set (or WAIT_LIMIT_SECONDS)."""
+    EVENTS[f"{name}:started"].set()
+    CANCELS[name] = 0
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + WAIT_LIMIT_SECONDS
+    while not EVENTS[name].is_set() and loop.time() < give_up:
+        try:
+            await asyncio.sleep(0.01)
+        except asyncio.CancelledError:
+            CANCELS[name] += 1
+
+
 class Namespace:
     """A class whose static method is reached with a dotted attribute path."""
 

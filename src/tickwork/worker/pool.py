@@ -46,6 +46,7 @@ from tickwork.worker.sources import ClaimSource, SqlClaimSource
 from tickwork.worker.tracing import AttemptTracer
 
 log = logging.getLogger("tickwork.worker")
+ABANDON_SECONDS = 5.0  # see WorkerPool.abandon_seconds
 
 # A fetcher with only a few free slots waits this long (real time: batching, not scheduling)
 # for a quarter of its queue's slots to be free, so that under load one claim round trip
@@ -121,6 +122,9 @@ class WorkerPool:
         self.heartbeat_seconds = heartbeat_seconds
         self.poll_interval_seconds = poll_interval_seconds
         self.shutdown_grace_seconds = shutdown_grace_seconds
+        # After the grace period, how long cancelled attempts may take to end before the
+        # stop goes on without them (their leases released all the same).
+        self.abandon_seconds = ABANDON_SECONDS
         self.rng = rng or random.Random()  # noqa: S311  (backoff jitter, not cryptography)
         self.on_finished = on_finished
         self.on_claimed = on_claimed
@@ -189,9 +193,11 @@ class WorkerPool:
         leftover = [r for q in self.queues.values() for r in q.running.values()]
         for r in leftover:
             r.lost = True
-            if r.task is not None:
-                r.task.cancel()
-        await asyncio.gather(*(r.task for r in leftover if r.task), return_exceptions=True)
+        stuck = await cancel_and_wait(*(r.task for r in leftover), within=self.abandon_seconds)
+        if stuck:
+            log.warning("%d running attempts went on after being cancelled (a job that catches "
+                        "the cancellation?): released all the same and left behind",
+                        len(stuck))
         if leftover:
             refs = [_ref(r.claim) for r in leftover]
             released = await self.store.occurrence_release(OccurrenceReleaseParams(
