@@ -131,15 +131,12 @@ async def _deliver(redis: str, occurrences: list[NewOccurrence]) -> None:
 
 async def _forget(redis: str) -> None:
     """Delete the worker's keys (the default prefix) in the database ``redis`` names."""
-    from tickwork.drivers.redis.connect import open_client  # noqa: PLC0415  (the redis extra)
+    from tickwork.drivers.redis.connect import delete_keys, open_client  # noqa: PLC0415
     from tickwork.drivers.redis.keys import Keyspace  # noqa: PLC0415
 
     client = open_client(redis)
     try:
-        keys = [k for pattern in Keyspace().patterns()
-                async for k in client.scan_iter(match=pattern, count=1000)]
-        for start in range(0, len(keys), 1000):
-            await client.unlink(*keys[start:start + 1000])
+        await delete_keys(client, Keyspace().patterns())
     finally:
         await client.aclose()
 

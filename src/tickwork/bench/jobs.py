@@ -26,8 +26,8 @@ import atexit
 import os
 import threading
 import time
-from datetime import UTC, datetime, timedelta
 
+from tickwork.drivers.dispatch import micros
 from tickwork.executors.base import ExecutionContext
 
 CALLABLE = "tickwork.bench.jobs:noop"
@@ -85,17 +85,6 @@ def writer_for(directory: str) -> RecordWriter:
 
 def record_line(key: str, attempt: int, scheduled_us: int, started_us: int) -> str:
     return f"{key}\t{attempt}\t{scheduled_us}\t{started_us}\n"
-
-
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-MICROSECOND = timedelta(microseconds=1)
-
-
-def micros(at: datetime) -> int:
-    """``at`` in whole microseconds since the epoch (a naive instant is UTC)."""
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=UTC)
-    return (at - EPOCH) // MICROSECOND
 
 
 async def noop(ctx: ExecutionContext, record: str) -> None:

@@ -38,13 +38,21 @@ def to_ms(when: datetime) -> int:
     return int(when.timestamp() * 1000)
 
 
+MICROSECOND = timedelta(microseconds=1)
+
+
+def micros(when: datetime) -> int:
+    """An instant as whole microseconds since the Unix epoch, exactly (naive means UTC)."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return (when - EPOCH) // MICROSECOND
+
+
 def due_ms(when: datetime) -> int:
     """A due time as a due-set score: whole milliseconds, rounded up, so an occurrence due at
     12:00:00.0007 is promoted at 12:00:00.001, never at 12:00:00.000, when the store, asked to
     claim it, would still call it not due (and it would be re-armed a second later)."""
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return -(-((when - EPOCH) // timedelta(microseconds=1)) // 1000)
+    return -(-micros(when) // 1000)
 
 
 def from_ms(ms: int) -> datetime:
@@ -58,17 +66,15 @@ SEPARATOR = "|"
 
 def occurrence_key(job_id: str, scheduled_at: datetime) -> str:
     """``job_id|<µs since the epoch>``: exact (no float), and sorts nowhere in particular."""
-    if scheduled_at.tzinfo is None:
-        scheduled_at = scheduled_at.replace(tzinfo=UTC)
-    return f"{job_id}{SEPARATOR}{(scheduled_at - EPOCH) // timedelta(microseconds=1)}"
+    return f"{job_id}{SEPARATOR}{micros(scheduled_at)}"
 
 
 def parse_key(key: str) -> tuple[str, datetime]:
     """The (job_id, scheduled_at) of a key; ValueError if it is not one of ours."""
-    job_id, sep, micros = key.rpartition(SEPARATOR)
-    if not sep or not job_id or not micros.lstrip("-").isdigit():
+    job_id, sep, us = key.rpartition(SEPARATOR)
+    if not sep or not job_id or not us.lstrip("-").isdigit():
         raise ValueError(f"not an occurrence key: {key!r}")
-    return job_id, EPOCH + timedelta(microseconds=int(micros))
+    return job_id, EPOCH + timedelta(microseconds=int(us))
 
 
 @fast_init

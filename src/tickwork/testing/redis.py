@@ -23,9 +23,9 @@ import pytest
 from redis.exceptions import RedisClusterException, RedisError
 
 from tickwork.drivers.dispatch import Entry
-from tickwork.drivers.redis.connect import RedisClient, open_client
+from tickwork.drivers.redis.connect import RedisClient, delete_keys, open_client
 from tickwork.drivers.redis.dispatch import RedisDispatch
-from tickwork.drivers.redis.keys import GROUP
+from tickwork.drivers.redis.keys import GROUP, Keyspace
 
 URL_ENV = "TICKWORK_TEST_REDIS_URL"
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
@@ -71,17 +71,7 @@ async def delete_prefix(client: RedisClient, prefix: str) -> int:
     """Delete every key of one tickwork prefix (never FLUSHALL: the server is shared)."""
     if not prefix.startswith(PREFIX):
         raise ValueError(f"refusing to delete keys of {prefix!r}: not a test prefix")
-    deleted = 0
-    for pattern in (f"{{{prefix}:*", f"{prefix}:*"):
-        batch: list[str] = []
-        async for key in client.scan_iter(match=pattern, count=500):
-            batch.append(key)
-            if len(batch) >= 500:
-                deleted += await client.delete(*batch)
-                batch.clear()
-        if batch:
-            deleted += await client.delete(*batch)
-    return deleted
+    return await delete_keys(client, Keyspace(prefix).patterns())
 
 
 @asynccontextmanager

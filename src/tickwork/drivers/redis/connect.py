@@ -9,6 +9,7 @@ DispatchUnavailable, and are replaced).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from redis.asyncio import Redis
@@ -92,6 +93,21 @@ def _packed_by_hiredis(client: Redis) -> Redis:
     if HIREDIS_AVAILABLE and not issubclass(pool.connection_class, _HiredisPacking):
         pool.connection_class = _hiredis_packing(pool.connection_class)
     return client
+
+
+async def delete_keys(client: RedisClient, patterns: Sequence[str]) -> int:
+    """Delete every key matching one of ``patterns`` (SCAN, then DEL by 500); how many."""
+    deleted = 0
+    for pattern in patterns:
+        batch: list[str] = []
+        async for key in client.scan_iter(match=pattern, count=500):
+            batch.append(key)
+            if len(batch) >= 500:
+                deleted += await client.delete(*batch)
+                batch.clear()
+        if batch:
+            deleted += await client.delete(*batch)
+    return deleted
 
 
 async def ping(client: RedisClient) -> None:
