@@ -6,6 +6,7 @@ Code reads ``clock.now()`` once per loop and passes ``now`` down.
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import itertools
 import time
@@ -13,6 +14,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Protocol
+
+
+@functools.lru_cache(maxsize=256)
+def delta(seconds: float) -> timedelta:
+    """``timedelta(seconds=seconds)``, made once per value: a run's deadline and lease are a
+    job's few timeouts added to now, and the keyword constructor costs about 3,300 instructions
+    a call (two per execution on the worker's path)."""
+    return timedelta(seconds=seconds)
 
 
 class Clock(Protocol):
@@ -102,10 +111,10 @@ class FakeClock:
 
     def set(self, when: datetime) -> None:
         """Jump to an instant at or after the current one."""
-        delta = (when - self._now).total_seconds()
-        if delta < 0:
+        step = (when - self._now).total_seconds()
+        if step < 0:
             raise ValueError("a FakeClock never goes back")
-        self.advance(delta)
+        self.advance(step)
 
     def timeout(self, seconds: float) -> Deadline:
         return _FakeDeadline(self, seconds)

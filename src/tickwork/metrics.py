@@ -122,7 +122,7 @@ class Histogram:
         self.count = 0
 
     def observe(self, value: float) -> None:
-        value = max(0.0, value)
+        value = value if value > 0.0 else 0.0  # not max(), which parses keywords: twice a run
         self.counts[bisect_left(self.buckets, value)] += 1  # past the last bound: +Inf
         self.sum += value
         self.count += 1

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 
-from tickwork.clock import FakeClock, SystemClock
+from tickwork.clock import FakeClock, SystemClock, delta
 
 
 async def test_a_fake_deadline_expires_only_when_the_clock_passes_it() -> None:
@@ -59,3 +60,10 @@ async def test_the_system_deadline_cancels_on_the_loops_clock() -> None:
         async with deadline:
             await asyncio.Event().wait()
     assert deadline.expired()
+
+
+def test_a_delta_is_made_once_per_number_of_seconds() -> None:
+    assert delta(1.5) == timedelta(seconds=1.5)
+    assert delta(0.000_001) == timedelta(microseconds=1)
+    assert delta(30) is delta(30)  # the worker adds the same few to now, run after run
+    assert delta(31) != delta(30)

@@ -55,6 +55,10 @@ def test_keys_round_trip() -> None:
     key = occurrence_key("job|with|bars", at)
     assert key == "job|with|bars|1893553445678901"
     assert parse_key(key) == ("job|with|bars", at)
+    for exact in (datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+                  datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+                  datetime(2026, 11, 27, 21, 0, 0, 1, tzinfo=UTC)):
+        assert parse_key(occurrence_key("j", exact)) == ("j", exact)  # to the microsecond
     for bad in ("", "nokey", "|123", "j|12x"):
         with pytest.raises(ValueError, match="not an occurrence key"):
             parse_key(bad)

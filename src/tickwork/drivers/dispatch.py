@@ -74,7 +74,7 @@ def parse_key(key: str) -> tuple[str, datetime]:
     job_id, sep, us = key.rpartition(SEPARATOR)
     if not sep or not job_id or not us.lstrip("-").isdigit():
         raise ValueError(f"not an occurrence key: {key!r}")
-    return job_id, EPOCH + timedelta(microseconds=int(us))
+    return job_id, EPOCH + MICROSECOND * int(us)  # not timedelta(microseconds=): half the cost
 
 
 @fast_init

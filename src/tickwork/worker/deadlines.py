@@ -84,7 +84,7 @@ class RunDeadline:
 
     def __init__(self, owner: Deadlines, seconds: float) -> None:
         self._owner = owner
-        self.seconds = max(0.0, seconds)
+        self.seconds = seconds if seconds > 0.0 else 0.0
         self.at = owner._clock.monotonic() + self.seconds
         self._task: asyncio.Task[object] | None = None
         self._cancelling = 0

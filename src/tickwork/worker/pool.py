@@ -17,10 +17,10 @@ import random
 import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from tickwork.clock import Clock, wait_event
+from tickwork.clock import Clock, delta, wait_event
 from tickwork.drivers.base import (
     AttemptNoteParams,
     Completion,
@@ -290,7 +290,7 @@ class WorkerPool:
             job_id=job.id, job_name=job.spec.name, kind=job.spec.kind, payload=job.spec.payload,
             scheduled_at=occ.scheduled_at, attempt=occ.attempt,
             max_attempts=job.spec.retry.max_attempts, idempotency_key=occ.idempotency_key,
-            deadline=started + timedelta(seconds=timeout), timeout_seconds=timeout,
+            deadline=started + delta(timeout), timeout_seconds=timeout,
             trace_headers={} if span is None else span.headers,
             upstream=occ.upstream, namespace=job.namespace,
         )

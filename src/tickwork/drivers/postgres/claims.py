@@ -15,9 +15,10 @@ lock is taken, is ``not_due``: the caller re-arms it and looks again.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
+from tickwork.clock import delta
 from tickwork.drivers import base as b
 from tickwork.drivers.claiming import (
     WAITING,
@@ -180,8 +181,9 @@ class ClaimMethods:
         """Claims the plan's candidates; ``rows_of`` maps each candidate (its id) to its row."""
         if not plan.claim:
             return []
-        leases = [p.now + timedelta(seconds=max(p.lease_seconds, c.spec.timeout_seconds)
-                                    + p.lease_margin_seconds) for c in plan.claim]
+        spans = {t: delta(max(p.lease_seconds, t) + p.lease_margin_seconds)
+                 for t in {c.spec.timeout_seconds for c in plan.claim}}  # a job's few timeouts
+        leases = [p.now + spans[c.spec.timeout_seconds] for c in plan.claim]
         # Planned for this claim (prepare=False): a generic plan made while the table was
         # small (a seq scan and a hash join) would read every row of it once it is not.
         cur = await conn.execute(Q["occurrence_claim"], {
