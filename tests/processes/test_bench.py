@@ -101,10 +101,10 @@ async def test_w1_on_postgres(postgres_admin: str) -> None:
 
 
 async def test_w3_recurring_on_sqlite() -> None:
-    result = await bench("w3", "--jobs", "500", "--duration", "20")
+    result = await bench("w3", "--jobs", "500", "--duration", "12")
     assert_correct(result)
     assert result["missed"] == 0
-    assert result["expected"] > 500  # every job ticks more than once in 20 s
+    assert result["expected"] > 500  # some jobs tick twice in 12 s (every 10 s)
     assert result["worst_ticks"]
 
 

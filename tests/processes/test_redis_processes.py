@@ -47,6 +47,7 @@ pytestmark = pytest.mark.slow
 
 OUTAGE_SECONDS = 30 if os.environ.get("TICKWORK_FAULTS_FULL") == "1" else 15
 STALL_SECONDS = 5.0  # the planner horizon: later than this is a stall, not a slow machine
+TICKS = 15  # seconds of ticks of the recurring jobs beside the burst
 
 
 def redis_env(tmp_path: Path, postgres_url: str, redis: PrivateRedis, **extra: str
@@ -144,7 +145,7 @@ async def test_a_three_schedulers_three_workers_redis_exactly_once_on_time(
         burst = [bench_doc(f"once-{i:04d}", record, {"at": rfc3339(
             t0 + timedelta(seconds=i / 5000))}) for i in range(5000)]
         cron = {"cron": "* * * * * *", "start_at": rfc3339(t0),
-                "end_at": rfc3339(t0 + timedelta(seconds=29.5))}
+                "end_at": rfc3339(t0 + timedelta(seconds=TICKS - 0.5))}
         ticks_ = [bench_doc(f"tick-{i:03d}", record, cron) for i in range(100)]
         client = await AsyncClient.open(postgres_url, migrate=False)
         try:
@@ -152,8 +153,8 @@ async def test_a_three_schedulers_three_workers_redis_exactly_once_on_time(
         finally:
             await client.close()
         tally.expect({idempotency_key(j.id, t): 0 for j in jobs
-                      for t in fire_times(j, t0, t0 + timedelta(seconds=30))})
-        expected = 5000 + 100 * 30
+                      for t in fire_times(j, t0, t0 + timedelta(seconds=TICKS))})
+        expected = 5000 + 100 * TICKS
         assert len(tally.expected) == expected
 
         def all_in() -> bool:
