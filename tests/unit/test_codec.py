@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -12,7 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tickwork.drivers.codec import new_job_ids, spec_from_json, spec_to_json, specs_to_json
+from tickwork.drivers.codec import (
+    new_job_id,
+    new_job_ids,
+    spec_from_json,
+    spec_to_json,
+    specs_to_json,
+)
 from tickwork.models import Delivery, JobSpec, Overlap, RetryPolicy, ScheduleSpec
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -145,10 +152,15 @@ def test_a_payload_that_contains_itself_is_refused_as_json_refuses_it() -> None:
         spec_to_json(spec)
 
 
-def test_new_job_ids_are_version_4_uuids_in_hex() -> None:
+def test_new_job_ids_are_version_7_uuids_in_hex_that_start_with_the_time() -> None:
+    before = time.time_ns() // 1_000_000
     ids = new_job_ids(2000)
+    after = time.time_ns() // 1_000_000
     assert len(set(ids)) == 2000
     for job_id in ids:
         parsed = uuid.UUID(hex=job_id)
-        assert (parsed.hex, parsed.version, parsed.variant) == (job_id, 4, uuid.RFC_4122)
+        assert (parsed.hex, parsed.version, parsed.variant) == (job_id, 7, uuid.RFC_4122)
+        assert before <= int(job_id[:12], 16) <= after  # ms: ids made together sort together
+    assert len({job_id[12:] for job_id in ids}) == 2000  # and differ in their random bits
     assert new_job_ids(0) == []
+    assert uuid.UUID(hex=new_job_id()).version == 7

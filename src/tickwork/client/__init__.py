@@ -8,7 +8,6 @@ already runs an event loop.
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import (
     Awaitable,
     Callable,
@@ -71,6 +70,7 @@ from tickwork.drivers.base import (
     Store,
 )
 from tickwork.drivers.calendars import CalendarCache
+from tickwork.drivers.codec import new_job_id
 from tickwork.drivers.namespaces import DEFAULT_NAMESPACE
 from tickwork.errors import JobNotFound, ValidationError
 from tickwork.executors.admission import JobPolicy
@@ -184,7 +184,7 @@ class AsyncClient(CalendarMethods, EnqueueMethods, NamespaceMethods, QueueMethod
         await check_secrets(spec, self.home, self.admin.secret_names)
         if spec.chained:
             await check_chains([("", spec)], self._spec_named)
-        job_id = uuid.uuid4().hex if spec.schedule.offset_auto else None
+        job_id = new_job_id() if spec.schedule.offset_auto else None
         next_run = await self._first_run(spec, now, job_id)
         check_runs(spec, next_run, now)
         (created,) = await self.store.job_create_many(JobCreateManyParams(

@@ -26,7 +26,6 @@ and, once it commits, gets your job back.
 from __future__ import annotations
 
 import getpass
-import uuid
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -40,6 +39,7 @@ from tickwork.client.owners import owner_check
 from tickwork.client.quotas import CreateGuard
 from tickwork.client.references import check_many
 from tickwork.document import check_runs, first_run, to_spec
+from tickwork.drivers.codec import new_job_id
 from tickwork.drivers.enqueue import Enqueued
 from tickwork.drivers.limits import LimitOwners, limit_owners_of
 from tickwork.drivers.namespaces import DEFAULT_NAMESPACE, NamespaceInfo, Quotas
@@ -63,7 +63,7 @@ async def create_job_in(conn: psycopg.AsyncConnection[Any], job: Mapping[str, An
     spec = to_spec(job)
     namespace = check_namespace(namespace)
     now = utc(now)
-    job_id = id or uuid.uuid4().hex
+    job_id = id or new_job_id()
     try:
         # Outside a transaction block, this first statement opens the caller's own (implicit)
         # transaction, so the savepoint below nests in it instead of committing on its own.

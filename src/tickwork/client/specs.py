@@ -5,7 +5,6 @@ methods share."""
 from __future__ import annotations
 
 import getpass
-import uuid
 from collections.abc import (
     Callable,
     Iterable,
@@ -29,6 +28,7 @@ from tickwork.drivers.base import (
     JobCreateParams,
     JobVersion,
 )
+from tickwork.drivers.codec import new_job_id
 from tickwork.drivers.namespaces import DEFAULT_NAMESPACE
 from tickwork.errors import ValidationError
 from tickwork.models import (
@@ -99,7 +99,7 @@ def create_params(specs: Iterable[JobSpec], now: datetime,
     firsts: dict[int, tuple[ScheduleSpec, datetime | None]] = {}
     for index, spec in enumerate(specs):
         if spec.schedule.offset_auto:  # its first run depends on its id: chosen here
-            job_id = uuid.uuid4().hex
+            job_id = new_job_id()
             first = first_run(spec, now, job_id)
             try:
                 check_runs(spec, first, now)

@@ -9,8 +9,6 @@ without a name gets ``<kind>-<uuid7>``: unique, and sorted by when it was enqueu
 
 from __future__ import annotations
 
-import os
-import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from tickwork.document import BulkParser, check_runs, first_run
 from tickwork.document.fields import parse_instant
 from tickwork.document.text import got, not_unicode
 from tickwork.document.values import bounded_seconds, string
+from tickwork.drivers.codec import new_job_id
 from tickwork.errors import ValidationError
 from tickwork.models import JobSpec
 
@@ -40,11 +39,7 @@ class EnqueueRequest:
 
 def uuid7() -> uuid.UUID:
     """A version 7 UUID (RFC 9562): 48 bits of Unix milliseconds, then random bits."""
-    ms = time.time_ns() // 1_000_000 & (1 << 48) - 1
-    rand = int.from_bytes(os.urandom(10), "big")
-    value = (ms << 80 | 0x7 << 76 | (rand >> 64 & 0xFFF) << 64 | 0b10 << 62
-             | rand & (1 << 62) - 1)
-    return uuid.UUID(int=value)
+    return uuid.UUID(hex=new_job_id())
 
 
 def new_name(kind: str) -> str:
