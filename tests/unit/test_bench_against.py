@@ -50,6 +50,18 @@ def test_the_ratio_is_of_the_medians() -> None:
     assert "ratio 1.67" in table({"rounds": runs, **result})
 
 
+def test_each_round_shows_its_own_ratio_and_the_hosts_calibration() -> None:
+    runs = [{"peer": peer(5000, 30000),
+             "tickwork": {**ours(12000, 70000), "machine": {"calibration_ms": 12.5}}},
+            {"peer": peer(8000, 40000), "tickwork": ours(10000, 50000)}]
+    rows = table({"rounds": runs, **ratios(runs)}).splitlines()
+    assert "calibration_ms" in rows[0]
+    assert rows[1].split()[0:4] == ["1", "5,000", "12,000", "2.40"]
+    assert rows[1].split()[-1] == "12.5"
+    assert rows[2].split()[3] == "1.25"
+    assert rows[2].split()[-1] == "-"  # a round without the figure says so
+
+
 def test_a_loss_on_either_side_is_not_ok() -> None:
     assert not ratios([{"peer": peer(1, 1, lost=3), "tickwork": ours(2, 2)}])["ok"]
     assert not ratios([{"peer": peer(1, 1), "tickwork": ours(2, 2, ok=False)}])["ok"]

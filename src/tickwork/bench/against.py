@@ -87,12 +87,19 @@ def _ratio(ours: float | None, theirs: float | None) -> float | None:
 
 
 def table(result: dict[str, Any]) -> str:
-    lines = ["round  peer drain/s  tickwork drain/s  peer create/s  tickwork create/s"]
+    """The rounds, each with its own drain ratio and the host's ``calibration_ms`` (the host's
+    speed can change from one round to the next), then the ratios of the medians."""
+    lines = ["round  peer drain/s  tickwork drain/s  ratio  peer create/s  tickwork create/s"
+             "  calibration_ms"]
     for n, r in enumerate(result["rounds"], 1):
         p, t = r["peer"], r["tickwork"]
+        ratio = _ratio(_number(t.get("throughput_per_second")), _number(p.get("throughput")))
+        calibration = (t.get("machine") or {}).get("calibration_ms")
         lines.append(f"{n:>5}  {_num(p.get('throughput')):>12}  "
                      f"{_num(t.get('throughput_per_second')):>16}  "
-                     f"{_num(p.get('create_rate')):>13}  {_num(_creation(t)):>17}")
+                     f"{'-' if ratio is None else f'{ratio:.2f}':>5}  "
+                     f"{_num(p.get('create_rate')):>13}  {_num(_creation(t)):>17}  "
+                     f"{'-' if calibration is None else calibration:>14}")
     d, c = result["drain_per_second"], result["creation_per_second"]
     lines.append(f"median drain: tickwork {_num(d['tickwork'])}/s, peer {_num(d['peer'])}/s, "
                  f"ratio {d['ratio']}")
@@ -101,6 +108,10 @@ def table(result: dict[str, Any]) -> str:
     lines.append("lost, duplicated, early: none" if result["ok"] else
                  "SOMETHING WAS LOST, DUPLICATED OR EARLY: see the JSON (--json)")
     return "\n".join(lines) + "\n"
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _num(value: object) -> str:
