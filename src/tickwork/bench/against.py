@@ -61,7 +61,7 @@ async def interleaved(rounds: int, peer: Callable[[], Awaitable[dict[str, Any]]]
 
 def ratios(runs: list[dict[str, Any]]) -> dict[str, Any]:
     def median(values: list[object]) -> float | None:
-        numbers = [float(v) for v in values if isinstance(v, int | float)]
+        numbers = [n for n in map(_number, values) if n is not None]
         return statistics.median(numbers) if numbers else None
 
     drain = (median([r["tickwork"].get("throughput_per_second") for r in runs]),
